@@ -1,0 +1,20 @@
+"""brainx: stateful transforms for JAX.
+
+States (:class:`State` and its kinds) hold mutable values; the functions in
+:mod:`brainx.transform` turn code that reads and writes them into pure JAX.
+"""
+
+from brainx import errors, transform
+from brainx.errors import ExpiredStateError, StateTypeError, TracerLeakError
+from brainx.state import (
+    BatchState, HiddenState, LongTermState, ParamState, ShortTermState, State, StateCatcher,
+    StateTraceStack, catch_new_states,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
+    "StateTraceStack", "StateCatcher", "catch_new_states", "transform", "errors",
+    "TracerLeakError", "ExpiredStateError", "StateTypeError",
+]

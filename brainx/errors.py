@@ -1,0 +1,24 @@
+"""The errors brainx raises when a state would be left inconsistent."""
+
+__all__ = ["BrainxError", "TracerLeakError", "ExpiredStateError", "StateTypeError"]
+
+
+class BrainxError(Exception):
+    """Base class of brainx's own errors."""
+
+
+class TracerLeakError(BrainxError, RuntimeError):
+    """A JAX tracer would have been stored in a :class:`~brainx.State`.
+
+    This happens when a raw JAX transform (``jax.jit``, ``jax.grad``,
+    ``jax.vmap``, ...) traces a function that writes a state. Use the
+    matching ``brainx.transform`` function, which threads the state through.
+    """
+
+
+class ExpiredStateError(BrainxError, RuntimeError):
+    """A state created inside a transform was read after the transform ended."""
+
+
+class StateTypeError(BrainxError, TypeError):
+    """A state was given a value it cannot hold (another State, or a changed type inside a loop)."""

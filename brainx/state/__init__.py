@@ -1,0 +1,11 @@
+"""States and the state trace."""
+
+from brainx.state.state import (
+    BatchState, HiddenState, LongTermState, ParamState, ShortTermState, State, creation_epoch,
+)
+from brainx.state.trace import StateCatcher, StateTraceStack, active_traces, catch_new_states
+
+__all__ = [
+    "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
+    "StateTraceStack", "StateCatcher", "catch_new_states", "active_traces", "creation_epoch",
+]

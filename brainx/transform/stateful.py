@@ -1,0 +1,360 @@
+"""The one core under every stateful transform.
+
+A :class:`StatefulFunction` wraps a user function that reads and writes
+:class:`~brainx.State` objects. For each call signature (its static arguments)
+it *discovers* the states the function touches, by tracing it once under
+``jax.eval_shape`` inside a :class:`~brainx.StateTraceStack`, and it builds the
+*pure* function a JAX transform can take::
+
+    pure(state_values, *dynamic_args, **dynamic_kwargs) -> (out, written_values)
+
+Every transform is then three steps: read the state values, run the JAX
+transform on ``pure``, write the returned values back
+(:func:`read_state_values`, :func:`write_state_values`).
+
+While ``pure`` is traced it also checks that the function touched no state
+the discovery did not see (a closure changed, a state was replaced). If it did,
+it raises :class:`RetraceNeeded`, and :meth:`StatefulFunction.call` discovers
+again and retries. So a cached discovery can be stale only for as long as JAX
+itself reuses a cached trace, which is exactly ``jax.jit``'s own contract.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
+
+import jax
+from jax.core import Tracer
+
+from brainx.errors import TracerLeakError
+from brainx.state.state import State, check_no_tracer, creation_epoch
+from brainx.state.trace import _THREAD, transform_scope
+
+__all__ = [
+    "StatefulFunction", "StateSignature", "RetraceNeeded",
+    "read_state_values", "write_state_values",
+]
+
+
+class RetraceNeeded(Exception):
+    """Raised while tracing ``pure`` when the function touched states its discovery missed."""
+
+
+@dataclass(frozen=True)
+class StateSignature:
+    """The external states one call signature of a function touches.
+
+    ``states`` lists every state read or written, in first-touch order;
+    ``written`` marks the ones written. Only written states become outputs of
+    the pure function; the others are inputs only.
+    """
+
+    states: Tuple[State, ...]
+    written: Tuple[bool, ...]
+    read: Tuple[bool, ...]
+    epoch: int = 0
+    index: Dict[State, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        self.index.update({s: i for i, s in enumerate(self.states)})
+
+    @property
+    def write_states(self) -> Tuple[State, ...]:
+        return tuple(s for s, w in zip(self.states, self.written) if w)
+
+    @property
+    def read_only_states(self) -> Tuple[State, ...]:
+        return tuple(s for s, w in zip(self.states, self.written) if not w)
+
+    @property
+    def read_states(self) -> Tuple[State, ...]:
+        return tuple(s for s, r in zip(self.states, self.read) if r)
+
+    @property
+    def write_indices(self) -> Tuple[int, ...]:
+        return tuple(i for i, w in enumerate(self.written) if w)
+
+
+def read_state_values(states: Sequence[State]) -> list:
+    """The current values of ``states``, reported as reads to the enclosing trace."""
+    frames = _THREAD.frames
+    if frames:
+        top = frames[-1]
+        for s in states:
+            top.record_read(s)
+    return [s._value for s in states]
+
+
+def write_state_values(states: Sequence[State], values: Sequence[Any]) -> None:
+    """Write ``values`` into ``states`` all at once, or not at all.
+
+    Outside every transform a tracer among the values means a raw JAX transform
+    is tracing us: that is refused before any state changes.
+    """
+    frames = _THREAD.frames
+    if frames:
+        top = frames[-1]
+        for s, v in zip(states, values):
+            top.record_write(s)
+            s._value = v
+        return
+    if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(values)):
+        for s, v in zip(states, values):
+            check_no_tracer(s, v)
+        raise TracerLeakError("a JAX tracer would be stored in a state")  # pragma: no cover
+    for s, v in zip(states, values):
+        s._value = v
+
+
+def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> Tuple[int, ...]:
+    """Sorted non-negative positional indices; negative ones resolved against ``fun``'s signature."""
+    if argnums is None:
+        return ()
+    if isinstance(argnums, int):
+        argnums = (argnums,)
+    argnums = tuple(argnums)
+    for i in argnums:
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise TypeError(f"{what} must be ints, got {i!r}.")
+    if any(i < 0 for i in argnums):
+        n = _fixed_positional_count(fun)
+        if n is None:
+            raise ValueError(
+                f"{what}={argnums} has a negative index, which is ambiguous for "
+                f"{_name(fun)}: it takes *args or has no inspectable signature. Use "
+                "non-negative indices.")
+        resolved = []
+        for i in argnums:
+            j = i + n if i < 0 else i
+            if j < 0:
+                raise ValueError(f"{what}={argnums}: index {i} is out of range for "
+                                 f"{_name(fun)}, which takes {n} positional arguments.")
+            resolved.append(j)
+        argnums = tuple(resolved)
+    n = _fixed_positional_count(fun)
+    if n is not None:
+        for i in argnums:
+            if i >= n:
+                raise ValueError(f"{what}={argnums}: index {i} is out of range for "
+                                 f"{_name(fun)}, which takes {n} positional arguments.")
+    return tuple(sorted(set(argnums)))
+
+
+def _fixed_positional_count(fun: Callable) -> Optional[int]:
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            return None
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n
+
+
+def _name(fun: Callable) -> str:
+    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or repr(fun)
+
+
+class StatefulFunction:
+    """A function over states, turned into a pure function of explicit state values.
+
+    Parameters
+    ----------
+    fun : callable
+        The function. It may read and write any state it can reach (closure,
+        attribute, container).
+    static_argnums, static_argnames : int or sequence
+        Arguments that are Python values: they are part of the cache key and
+        are not passed through JAX.
+    name : str, optional
+        The transform's name, used in error messages.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> w, h = brainx.ParamState(jnp.ones(3)), brainx.HiddenState(jnp.zeros(3))
+    >>> def step(x):
+    ...     h.value = h.value + w.value * x
+    ...     return h.value.sum()
+    >>> sf = brainx.transform.StatefulFunction(step)
+    >>> sig = sf.signature((2.0,), {})
+    >>> sig.states == (h, w), sig.written
+    (True, (True, False))
+    """
+
+    def __init__(self, fun: Callable, static_argnums=(), static_argnames=(),
+                 name: Optional[str] = None):
+        if not callable(fun):
+            raise TypeError(f"Expected a callable, got {fun!r}.")
+        self.fun = fun
+        self.name = name or _name(fun)
+        self.static_argnums = normalize_argnums(fun, static_argnums)
+        if isinstance(static_argnames, str):
+            static_argnames = (static_argnames,)
+        self.static_argnames = tuple(static_argnames or ())
+        self._cache: Dict[Hashable, StateSignature] = {}
+
+    # -- arguments ---------------------------------------------------------
+    def split_args(self, args: tuple, kwargs: dict):
+        """``(key, dyn_args, dyn_kwargs)``: the hashable static part and the rest."""
+        if not self.static_argnums and not self.static_argnames:
+            return (), args, kwargs
+        static_pos = []
+        dyn_args = []
+        nums = self.static_argnums
+        if nums and nums[-1] >= len(args):
+            missing = [i for i in nums if i >= len(args)]
+            raise ValueError(
+                f"{self.name} has static_argnums={nums} but was called with only {len(args)} "
+                f"positional arguments; pass argument(s) {missing} positionally, or use "
+                "static_argnames for keyword arguments.")
+        for i, a in enumerate(args):
+            if i in nums:
+                _check_hashable(a, f"positional argument {i}", self.name)
+                static_pos.append((i, a))
+            else:
+                dyn_args.append(a)
+        static_kw = []
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self.static_argnames:
+                _check_hashable(v, f"keyword argument {k!r}", self.name)
+                static_kw.append((k, v))
+            else:
+                dyn_kwargs[k] = v
+        return (tuple(static_pos), tuple(sorted(static_kw))), tuple(dyn_args), dyn_kwargs
+
+    def merge_args(self, key, dyn_args: tuple, dyn_kwargs: dict):
+        """Inverse of :meth:`split_args`."""
+        if key == ():
+            return dyn_args, dyn_kwargs
+        static_pos, static_kw = key
+        args = list(dyn_args)
+        for i, a in static_pos:
+            args.insert(i, a)
+        kwargs = dict(dyn_kwargs)
+        kwargs.update(static_kw)
+        return tuple(args), kwargs
+
+    # -- discovery -----------------------------------------------------------
+    def signature(self, args: tuple, kwargs: dict, *, check_epoch: bool = False) -> StateSignature:
+        """The states this call touches (cached per static key)."""
+        key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        return self.lookup(key, dyn_args, dyn_kwargs, check_epoch=check_epoch)
+
+    def lookup(self, key, dyn_args: tuple, dyn_kwargs: dict, *,
+               check_epoch: bool = False) -> StateSignature:
+        """The cached signature for ``key``, discovered first if missing or stale."""
+        sig = self._cache.get(key)
+        if sig is None or (check_epoch and sig.epoch != creation_epoch()):
+            sig = self.discover(key, dyn_args, dyn_kwargs)
+        return sig
+
+    def discover(self, key, dyn_args: tuple, dyn_kwargs: dict) -> StateSignature:
+        """Trace the function once, abstractly, and record the states it touches."""
+        epoch = creation_epoch()
+        scope = transform_scope(self.name)
+
+        def traced(*dyn_args, **dyn_kwargs):
+            args, kwargs = self.merge_args(key, dyn_args, dyn_kwargs)
+            with scope:
+                return self.fun(*args, **kwargs)
+
+        jax.eval_shape(traced, *dyn_args, **dyn_kwargs)
+        states = scope.states
+        sig = StateSignature(states=states,
+                             written=tuple(scope.was_written(s) for s in states),
+                             read=tuple(s in scope._read for s in states),
+                             epoch=epoch)
+        self._cache[key] = sig
+        return sig
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    # -- the pure function ----------------------------------------------------
+    def pure(self, sig: StateSignature, key) -> Callable:
+        """``pure(state_values, *dyn_args, **dyn_kwargs) -> (out, written_values)``.
+
+        A fresh closure on every call, so that JAX's own trace caches keyed on
+        the function never return a trace of an older closure.
+        """
+        states = sig.states
+        write_idx = sig.write_indices
+
+        def pure(state_values, *dyn_args, **dyn_kwargs):
+            args, kwargs = self.merge_args(key, dyn_args, dyn_kwargs)
+            scope = transform_scope(self.name)
+            with scope:
+                for s, v in zip(states, state_values):
+                    scope.swap_in(s, v)
+                out = self.fun(*args, **kwargs)
+                new_values = [states[i]._value for i in write_idx]
+            unknown = [s for s in scope.states if s not in sig.index]
+            unknown += [s for s in scope.get_write_states()
+                        if s in sig.index and not sig.written[sig.index[s]]]
+            if unknown:
+                raise RetraceNeeded(unknown)
+            return out, new_values
+
+        pure.__name__ = f"pure_{getattr(self.fun, '__name__', 'fun')}"
+        return pure
+
+    def call(self, run: Callable[[StateSignature, Any, tuple, dict], Any], args: tuple,
+             kwargs: dict, *, check_epoch: bool = False):
+        """``run(sig, key, dyn_args, dyn_kwargs)`` with a signature, retrying once if stale."""
+        key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        sig = self.lookup(key, dyn_args, dyn_kwargs, check_epoch=check_epoch)
+        try:
+            return run(sig, key, dyn_args, dyn_kwargs)
+        except RetraceNeeded:
+            sig = self.discover(key, dyn_args, dyn_kwargs)
+            try:
+                return run(sig, key, dyn_args, dyn_kwargs)
+            except RetraceNeeded as e:
+                raise RuntimeError(
+                    f"{self.name} touched different states on two traces with the same "
+                    f"arguments ({e.args[0]!r}). A function under a brainx transform must "
+                    "touch the same states every time it is traced.") from None
+
+    # -- inspection -----------------------------------------------------------
+    def make_jaxpr(self, *args, **kwargs):
+        """``(closed_jaxpr, states)``: the jaxpr with state values as explicit inputs/outputs.
+
+        The jaxpr's inputs are the leaves of ``[s.value for s in states]``
+        followed by the dynamic arguments; its outputs are the leaves of the
+        function's output followed by the new values of the written states.
+        """
+        def run(sig, key, dyn_args, dyn_kwargs):
+            values = [s._value for s in sig.states]
+            jaxpr = jax.make_jaxpr(self.pure(sig, key))(values, *dyn_args, **dyn_kwargs)
+            return jaxpr, sig.states
+
+        return self.call(run, args, kwargs)
+
+    def get_states(self, *args, **kwargs) -> Tuple[State, ...]:
+        return self.signature(args, kwargs).states
+
+    def get_read_states(self, *args, **kwargs) -> Tuple[State, ...]:
+        return self.signature(args, kwargs).read_states
+
+    def get_write_states(self, *args, **kwargs) -> Tuple[State, ...]:
+        return self.signature(args, kwargs).write_states
+
+    def __repr__(self) -> str:
+        return f"StatefulFunction({self.name})"
+
+
+def _check_hashable(value: Any, what: str, name: str) -> None:
+    try:
+        hash(value)
+    except TypeError:
+        raise ValueError(
+            f"Static {what} of {name} must be hashable, got a {type(value).__name__}: "
+            f"{value!r}. Pass a hashable value (a tuple instead of a list, say), or make the "
+            "argument dynamic.") from None
