@@ -1,0 +1,20 @@
+"""Every ```python block in docs/*.md runs, in order, one namespace per file."""
+
+import pathlib
+import re
+
+import pytest
+
+DOCS = sorted((pathlib.Path(__file__).parent.parent / "docs").glob("*.md"))
+BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=[p.name for p in DOCS])
+def test_doc_snippets_run(path):
+    namespace = {"__name__": f"docs_{path.stem}"}
+    blocks = BLOCK.findall(path.read_text())
+    for i, code in enumerate(blocks):
+        try:
+            exec(compile(code, f"{path.name}[block {i}]", "exec"), namespace)
+        except Exception as e:  # pragma: no cover - the message is the point
+            raise AssertionError(f"{path.name}, python block {i} failed: {e!r}\n{code}") from e
