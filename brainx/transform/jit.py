@@ -44,7 +44,9 @@ class JittedFunction:
         self._donate = self._pure_donate_argnums(
             normalize_argnums(fun, donate_argnums, "donate_argnums"))
         self._entries: Dict[Hashable, _Entry] = {}
-        functools.update_wrapper(self, fun)
+        # updated=(): never merge the wrapped object's __dict__ (a transform of a
+        # transform would inherit its fun/stateful attributes).
+        functools.update_wrapper(self, fun, updated=())
 
     def _pure_donate_argnums(self, donate: Tuple[int, ...]) -> Tuple[int, ...]:
         statics = self.stateful.static_argnums
