@@ -73,6 +73,7 @@ class _Segmented(CheckpointStrategy):
     levels: int = 2
     segments: Union[None, int, Tuple[int, ...]] = None
     base: Optional[int] = None
+    policy: Optional[Callable] = None
 
     def __post_init__(self):
         if self.segments is not None:
@@ -114,8 +115,6 @@ class NestedRemat(_Segmented):
     policy : callable, optional
         A ``jax.checkpoint_policies`` policy for the innermost step.
     """
-
-    policy: Optional[Callable] = None
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll):
         from brainx.transform.remat_loops import nested_remat_scan

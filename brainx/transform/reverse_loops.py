@@ -25,6 +25,7 @@ from typing import Callable, List, Optional
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.extend import core as jex_core
 from jax.custom_derivatives import SymbolicZero, custom_vjp_primal_tree_values
 
 from brainx.transform.checkpoint_strategies import Binomial, Nested, SegmentPlan
@@ -64,27 +65,35 @@ class _Reverser:
 
     The backward state is ``(ct_carry, grad_consts, ct_xs)``: lists over the
     inexact carry leaves, the differentiated const leaves and the
-    differentiated input leaves.
+    differentiated input leaves. A step's VJP can be taken at once
+    (:meth:`reverse_at`) or split into its residuals, kept on a forward sweep
+    (:meth:`linearize`), and their later use (:meth:`apply`).
     """
 
-    def __init__(self, f, consts, init, xs, ct_ys, masks, length: int, reverse):
-        self.f, self.consts, self.xs, self.length, self.reverse = f, consts, xs, length, reverse
+    def __init__(self, f, consts, init, xs, ct_ys, masks, length, reverse, policy=None):
+        self.f, self.xs, self.length, self.reverse = f, xs, length, reverse
+        self.policy = policy
         self.c_leaves, self.c_tree = jax.tree.flatten(init)
         self.c_mask = [_inexact(l) for l in self.c_leaves]
         self.k_leaves, self.k_tree = jax.tree.flatten(consts)
         self.k_mask = [m is not None for m in masks[0]]
         self.x_leaves, self.x_tree = jax.tree.flatten(xs)
         self.x_mask = [m is not None for m in masks[2]]
-        self.ct_ys = ct_ys
+        self.ct_ys = jax.tree.leaves(ct_ys, is_leaf=_is_symbolic)
+        self._static = None  # (vjp treedef, y mask, y avals), the same on every trace
 
     def index(self, t):
         """The position in ``xs`` / ``ys`` of step ``t``."""
         return self.length - 1 - t if self.reverse else t
 
+    def _x(self, t):
+        i = self.index(t)
+        return [lax.dynamic_index_in_dim(a, i, 0, keepdims=False) for a in self.x_leaves]
+
     def advance(self, c, t):
         """The carry after step ``t``, from the carry before it."""
-        x = take(self.xs, self.index(t)) if self.x_leaves else self.xs
-        return self.f(self.consts, c, x)[0]
+        x = self.x_tree.unflatten(self._x(t)) if self.x_leaves else self.xs
+        return self.f(self.k_tree.unflatten(self.k_leaves), c, x)[0]
 
     def initial_state(self, ct_carry):
         cts = jax.tree.leaves(ct_carry, is_leaf=_is_symbolic)
@@ -94,40 +103,67 @@ class _Reverser:
         ct_xs = [jnp.zeros_like(l) for l, m in zip(self.x_leaves, self.x_mask) if m]
         return ct_c, acc, ct_xs
 
-    def reverse_at(self, state, c, t):
-        """Reverse step ``t`` from its input carry ``c``: the state before step ``t``."""
-        ct_c, acc, ct_xs = state
-        i = self.index(t)
-        x_leaves = [lax.dynamic_index_in_dim(a, i, 0, keepdims=False) for a in self.x_leaves]
+    def _linearize(self, k_leaves, c, x_leaves):
+        """``(carry after the step, residual leaves of its VJP)``."""
         c_leaves = jax.tree.leaves(c)
-        f, k_leaves = self.f, self.k_leaves
-        k_mask, c_mask, x_mask = self.k_mask, self.c_mask, self.x_mask
-        y_mask: List[bool] = []
+        f, k_mask, c_mask, x_mask = self.f, self.k_mask, self.c_mask, self.x_mask
+        k_tree, c_tree, x_tree = self.k_tree, self.c_tree, self.x_tree
+        info = []
 
         def fill(leaves, mask, diff):
             it = iter(diff)
             return [next(it) if m else l for l, m in zip(leaves, mask)]
 
         def g(dk, dc, dx):
-            consts = self.k_tree.unflatten(fill(k_leaves, k_mask, dk))
-            carry = self.c_tree.unflatten(fill(c_leaves, c_mask, dc))
-            x = self.x_tree.unflatten(fill(x_leaves, x_mask, dx))
-            c2, y = f(consts, carry, x)
+            c2, y = f(k_tree.unflatten(fill(k_leaves, k_mask, dk)),
+                      c_tree.unflatten(fill(c_leaves, c_mask, dc)),
+                      x_tree.unflatten(fill(x_leaves, x_mask, dx)))
             y_leaves = jax.tree.leaves(y)
-            y_mask[:] = [_inexact(l) for l in y_leaves]
-            return ([l for l, m in zip(jax.tree.leaves(c2), c_mask) if m]
-                    + [l for l, m in zip(y_leaves, y_mask) if m])
+            y_mask = [_inexact(l) for l in y_leaves]
+            info.append((y_mask, [jax.ShapeDtypeStruct(jnp.shape(l), jnp.result_type(l))
+                                  for l, m in zip(y_leaves, y_mask) if m]))
+            out = ([l for l, m in zip(jax.tree.leaves(c2), c_mask) if m]
+                   + [l for l, m in zip(y_leaves, y_mask) if m])
+            return out, c2
 
+        if self.policy is not None:
+            g = jax.checkpoint(g, prevent_cse=False, policy=self.policy)
         pick = lambda leaves, mask: [l for l, m in zip(leaves, mask) if m]
-        out, vjp = jax.vjp(g, pick(k_leaves, k_mask), pick(c_leaves, c_mask),
-                           pick(x_leaves, x_mask))
-        ct_y = [jnp.zeros_like(o) if _is_zero(ct) else lax.dynamic_index_in_dim(ct, i, 0, False)
-                for ct, o in zip(pick(jax.tree.leaves(self.ct_ys, is_leaf=_is_symbolic), y_mask),
-                                 out[len(ct_c):])]
-        g_k, g_c, g_x = vjp(list(ct_c) + ct_y)
+        _, vjp, c2 = jax.vjp(g, pick(k_leaves, k_mask), pick(c_leaves, c_mask),
+                             pick(x_leaves, x_mask), has_aux=True)
+        leaves, tree = jax.tree.flatten(vjp)
+        self._static = (tree,) + info[-1]
+        return c2, leaves
+
+    def linearize(self, c, t):
+        return self._linearize(self.k_leaves, c, self._x(t))
+
+    def apply(self, state, residuals, t):
+        """Fold step ``t`` into the backward state, from its VJP residuals."""
+        ct_c, acc, ct_xs = state
+        tree, y_mask, y_avals = self._static
+        i = self.index(t)
+        cts = [ct for ct, m in zip(self.ct_ys, y_mask) if m]
+        ct_y = [jnp.zeros(a.shape, a.dtype) if _is_zero(ct)
+                else lax.dynamic_index_in_dim(ct, i, 0, keepdims=False)
+                for ct, a in zip(cts, y_avals)]
+        g_k, g_c, g_x = tree.unflatten(residuals)(list(ct_c) + ct_y)
         acc = [a + b for a, b in zip(acc, g_k)]
         ct_xs = [lax.dynamic_update_index_in_dim(b, v, i, 0) for b, v in zip(ct_xs, g_x)]
         return list(g_c), acc, ct_xs
+
+    def reverse_at(self, state, c, t):
+        """Reverse step ``t`` from its input carry ``c``: the state before step ``t``."""
+        return self.apply(state, self.linearize(c, t)[1], t)
+
+    def split_residuals(self, c0):
+        """``(varying, invariant)``: which residuals change from step to step, and the
+        values of the others (computed once: they depend on loop constants only)."""
+        x0 = [jnp.zeros(jnp.shape(a)[1:], jnp.result_type(a)) for a in self.x_leaves]
+        jaxpr = jax.make_jaxpr(lambda c, x: self._linearize(self.k_leaves, c, x)[1])(c0, x0)
+        varying = _depends_on_inputs(jaxpr.jaxpr)
+        values = self._linearize(self.k_leaves, c0, x0)[1]
+        return varying, [v for v, m in zip(values, varying) if not m]
 
     def cotangents(self, state, masks, consts, init, xs):
         """The custom VJP's result: cotangents of ``(consts, init, xs)``, ``None`` where zero."""
@@ -144,6 +180,15 @@ class _Reverser:
         return (out(consts, self.k_mask, acc),
                 jax.tree.unflatten(jax.tree.structure(init), c_cts),
                 out(xs, self.x_mask, ct_xs))
+
+
+def _depends_on_inputs(jaxpr) -> List[bool]:
+    """Per output of ``jaxpr``: may it depend on an input (not only on consts)?"""
+    dep = set(jaxpr.invars)
+    for eqn in jaxpr.eqns:
+        if any(isinstance(v, jex_core.Var) and v in dep for v in eqn.invars):
+            dep.update(eqn.outvars)
+    return [isinstance(v, jex_core.Var) and v in dep for v in jaxpr.outvars]
 
 
 def _record(step, c0, xs, length: int, stride: int, *, reverse: bool, unroll: int):
@@ -171,19 +216,30 @@ def _record(step, c0, xs, length: int, stride: int, *, reverse: bool, unroll: in
 
 
 def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unroll: int):
-    """The reverse pass of :class:`Nested`: recurse through the segment plan."""
+    """The reverse pass of :class:`Nested`: recurse through the segment plan.
+
+    A leaf segment runs forward once keeping each step's VJP residuals (those
+    that vary from step to step; the others are computed once), then applies
+    them in reverse.
+    """
+    varying, invariant = rev.split_residuals(c0)
+
+    def merge(stacked):
+        it_v, it_i = iter(stacked), iter(invariant)
+        return [next(it_v) if m else next(it_i) for m in varying]
 
     def node(p: SegmentPlan, c, o, state, kept=None):
         if p.is_leaf:
             def forward(c, j):
-                return rev.advance(c, o + j), c
+                c2, res = rev.linearize(c, o + j)
+                return c2, [r for r, m in zip(res, varying) if m]
 
-            _, carries = lax.scan(forward, c, jnp.arange(p.length), unroll=unroll)
+            _, stacked = lax.scan(forward, c, jnp.arange(p.length), unroll=unroll)
 
             def back(state, j):
-                return rev.reverse_at(state, take(carries, j), o + j), None
+                return rev.apply(state, merge(take(stacked, j)), o + j), None
 
-            return lax.scan(back, state, jnp.arange(p.length), reverse=True)[0]
+            return lax.scan(back, state, jnp.arange(p.length), reverse=True, unroll=unroll)[0]
         if kept is None:
             step = lambda c, _, t: (rev.advance(c, o + t), None)
             _, kept = _record(step, c, None, p.length, p.stride, reverse=False, unroll=unroll)
@@ -236,7 +292,8 @@ def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, un
     def loop_bwd(res, ct):
         cs, c0, xs, kept, masks = res
         ct_carry, ct_ys = ct
-        rev = _Reverser(f, cs, c0, xs, ct_ys, masks, length, reverse)
+        policy = getattr(schedule, "policy", None)
+        rev = _Reverser(f, cs, c0, xs, ct_ys, masks, length, reverse, policy)
         state = rev.initial_state(ct_carry)
         if plan is not None:
             state = _segments_backward(rev, plan, c0, kept, state, unroll)
