@@ -100,12 +100,27 @@ def write_state_values(states: Sequence[State], values: Sequence[Any]) -> None:
             top.record_write(s)
             s._value = v
         return
-    if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(values)):
+    if _holds_tracer(values):
         for s, v in zip(states, values):
             check_no_tracer(s, v)
         raise TracerLeakError("a JAX tracer would be stored in a state")  # pragma: no cover
     for s, v in zip(states, values):
         s._value = v
+
+
+try:  # the concrete array type: one `type(v) is` check settles the common case
+    from jax._src.array import ArrayImpl as _ArrayImpl
+except ImportError:  # pragma: no cover - older or newer jax layouts
+    _ArrayImpl = None
+
+
+def _holds_tracer(values: Sequence[Any]) -> bool:
+    for v in values:
+        if type(v) is _ArrayImpl:
+            continue
+        if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(v)):
+            return True
+    return False
 
 
 def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> Tuple[int, ...]:
