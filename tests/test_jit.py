@@ -132,6 +132,22 @@ def test_static_argnums_positional_and_static_argnames_keyword():
     assert sorted(set(traces)) == [(2, "add"), (3, "add"), (3, "sub")]
 
 
+@pytest.mark.parametrize("option", [dict(static_argnums=1), dict(static_argnames="flag")])
+def test_static_argument_by_position_or_keyword(option):
+    traces = []
+
+    @transform.jit(**option)
+    def f(x, flag):
+        traces.append(flag)
+        return x + 1 if flag else x - 1
+
+    assert float(f(1.0, True)) == 2.0
+    assert float(f(1.0, flag=True)) == 2.0
+    assert float(f(1.0, flag=False)) == 0.0
+    assert float(f(1.0, False)) == 0.0
+    assert set(traces) == {True, False}
+
+
 def test_negative_static_argnums_resolved_against_the_signature():
     @transform.jit(static_argnums=-1)
     def f(x, flag):

@@ -157,6 +157,28 @@ def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> T
     return tuple(sorted(set(argnums)))
 
 
+def _infer_static(fun: Callable, argnums: Tuple[int, ...], argnames: Tuple[str, ...]):
+    """Complete each list from the other through ``fun``'s signature, as ``jax.jit`` does.
+
+    So a static argument may be passed by position or by keyword.
+    """
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return argnums, argnames
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = list(argnames)
+    for i in argnums:
+        if i < len(positional) and positional[i].kind is positional[i].POSITIONAL_OR_KEYWORD:
+            if positional[i].name not in names:
+                names.append(positional[i].name)
+    nums = set(argnums)
+    for i, p in enumerate(positional):
+        if p.name in argnames and p.kind is p.POSITIONAL_OR_KEYWORD:
+            nums.add(i)
+    return tuple(sorted(nums)), tuple(names)
+
+
 def _fixed_positional_count(fun: Callable) -> Optional[int]:
     try:
         sig = inspect.signature(fun)
@@ -208,10 +230,12 @@ class StatefulFunction:
             raise TypeError(f"Expected a callable, got {fun!r}.")
         self.fun = fun
         self.name = name or _name(fun)
-        self.static_argnums = normalize_argnums(fun, static_argnums)
+        static_argnums = normalize_argnums(fun, static_argnums)
         if isinstance(static_argnames, str):
             static_argnames = (static_argnames,)
-        self.static_argnames = tuple(static_argnames or ())
+        self.static_argnums, self.static_argnames = _infer_static(
+            fun, static_argnums, tuple(static_argnames or ()))
+        self._has_names = _fixed_positional_count(fun) is not None
         self._cache: Dict[Hashable, StateSignature] = {}
 
     # -- arguments ---------------------------------------------------------
@@ -222,7 +246,7 @@ class StatefulFunction:
         static_pos = []
         dyn_args = []
         nums = self.static_argnums
-        if nums and nums[-1] >= len(args):
+        if nums and nums[-1] >= len(args) and not self._has_names:
             missing = [i for i in nums if i >= len(args)]
             raise ValueError(
                 f"{self.name} has static_argnums={nums} but was called with only {len(args)} "
