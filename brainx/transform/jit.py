@@ -93,7 +93,9 @@ class JittedFunction:
             else:
                 values = [s._value for s in entry.sig.states]
             out, new_values = entry.jitted(values, *dyn_args, **dyn_kwargs)
-        except RetraceNeeded:
+        except RetraceNeeded as e:
+            if e.owner is not self.stateful:
+                raise
             entry = self._entry(key, dyn_args, dyn_kwargs, stale=True)
             values = read_state_values(entry.sig.states)
             out, new_values = entry.jitted(values, *dyn_args, **dyn_kwargs)

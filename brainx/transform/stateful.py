@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
+import numpy as np
 from jax.core import Tracer
 
 from brainx.errors import TracerLeakError
@@ -39,7 +40,17 @@ __all__ = [
 
 
 class RetraceNeeded(Exception):
-    """Raised while tracing ``pure`` when the function touched states its discovery missed."""
+    """Raised while tracing ``pure`` when the function touched states its discovery missed.
+
+    ``owner`` is the :class:`StatefulFunction` whose signature is stale; only
+    it handles the exception, so an inner transform's stale cache never makes
+    an outer one rediscover.
+    """
+
+    def __init__(self, owner: "StatefulFunction", states: Sequence[State]):
+        super().__init__(owner, states)
+        self.owner = owner
+        self.states = tuple(states)
 
 
 @dataclass(frozen=True)
@@ -121,6 +132,11 @@ def _holds_tracer(values: Sequence[Any]) -> bool:
         if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(v)):
             return True
     return False
+
+
+def _is_array_like(x: Any) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, int, float, complex, bool)) or \
+        hasattr(x, "__jax_array__")
 
 
 def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> Tuple[int, ...]:
@@ -298,13 +314,19 @@ class StatefulFunction:
         """Trace the function once, abstractly, and record the states it touches."""
         epoch = creation_epoch()
         scope = transform_scope(self.name)
+        # Only array-like leaves go through eval_shape; other Python objects (a
+        # module passed to a function that grad closes over, say) ride along.
+        leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
+        is_array = [_is_array_like(leaf) for leaf in leaves]
 
-        def traced(*dyn_args, **dyn_kwargs):
-            args, kwargs = self.merge_args(key, dyn_args, dyn_kwargs)
+        def traced(*arrays):
+            it = iter(arrays)
+            full = [next(it) if a else leaf for leaf, a in zip(leaves, is_array)]
+            args, kwargs = self.merge_args(key, *jax.tree.unflatten(tree, full))
             with scope:
                 return self.fun(*args, **kwargs)
 
-        jax.eval_shape(traced, *dyn_args, **dyn_kwargs)
+        jax.eval_shape(traced, *[leaf for leaf, a in zip(leaves, is_array) if a])
         states = scope.states
         sig = StateSignature(states=states,
                              written=tuple(scope.was_written(s) for s in states),
@@ -338,7 +360,7 @@ class StatefulFunction:
             unknown += [s for s in scope.get_write_states()
                         if s in sig.index and not sig.written[sig.index[s]]]
             if unknown:
-                raise RetraceNeeded(unknown)
+                raise RetraceNeeded(self, unknown)
             return out, new_values
 
         pure.__name__ = f"pure_{getattr(self.fun, '__name__', 'fun')}"
@@ -351,15 +373,19 @@ class StatefulFunction:
         sig = self.lookup(key, dyn_args, dyn_kwargs, check_epoch=check_epoch)
         try:
             return run(sig, key, dyn_args, dyn_kwargs)
-        except RetraceNeeded:
+        except RetraceNeeded as e:
+            if e.owner is not self:
+                raise
             sig = self.discover(key, dyn_args, dyn_kwargs)
-            try:
-                return run(sig, key, dyn_args, dyn_kwargs)
-            except RetraceNeeded as e:
-                raise RuntimeError(
-                    f"{self.name} touched different states on two traces with the same "
-                    f"arguments ({e.args[0]!r}). A function under a brainx transform must "
-                    "touch the same states every time it is traced.") from None
+        try:
+            return run(sig, key, dyn_args, dyn_kwargs)
+        except RetraceNeeded as e:
+            if e.owner is not self:
+                raise
+            raise RuntimeError(
+                f"{self.name} touched different states on two traces with the same "
+                f"arguments ({list(e.states)!r}). A function under a brainx transform must "
+                "touch the same states every time it is traced.") from None
 
     # -- inspection -----------------------------------------------------------
     def make_jaxpr(self, *args, **kwargs):
