@@ -63,8 +63,6 @@ class GradientTransform:
         self._single_arg = isinstance(argnums, int)
         self._argnums: Tuple[int, ...] = (
             () if argnums is None else (argnums,) if isinstance(argnums, int) else tuple(argnums))
-        # updated=(): never merge the wrapped object's __dict__ (a transform of a
-        # transform would inherit its fun/stateful attributes).
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):

@@ -25,8 +25,6 @@ class CheckpointedFunction:
         self._static_argnames = static_argnames
         self.stateful = StatefulFunction(fun, static_argnums, static_argnames,
                                          name=f"checkpoint({getattr(fun, '__name__', 'fun')})")
-        # updated=(): never merge the wrapped object's __dict__ (a transform of a
-        # transform would inherit its fun/stateful attributes).
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
