@@ -44,7 +44,9 @@ class JittedFunction:
         self._donate = self._pure_donate_argnums(
             normalize_argnums(fun, donate_argnums, "donate_argnums"))
         self._entries: Dict[Hashable, _Entry] = {}
-        functools.update_wrapper(self, fun)
+        # updated=(): copying fun.__dict__ would overwrite our attributes when fun is
+        # itself a transform (jit(grad(f)) would call f instead of grad(f)).
+        functools.update_wrapper(self, fun, updated=())
 
     def _pure_donate_argnums(self, donate: Tuple[int, ...]) -> Tuple[int, ...]:
         statics = self.stateful.static_argnums
