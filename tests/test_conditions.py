@@ -223,3 +223,33 @@ def test_bad_arguments_are_refused_before_tracing():
     with pytest.raises(TypeError):          # branch outputs of different types: JAX's error
         cond(True, m.up, lambda x: jnp.zeros(3), 1.0)
     assert_close(m.values(), before)
+
+
+def test_cond_and_switch_outside_jit_compile_once():
+    m = Model()
+    traces = []
+
+    def up(x):
+        traces.append(1)
+        return m.up(x)
+
+    compiles = []
+    listener = lambda name, *a, **k: compiles.append(name) if name.endswith(
+        "backend_compile_duration") else None
+    xs = [jnp.float32(v) for v in (0.5, 1.5, -2.0)]
+    cond(True, up, m.down, xs[0])
+    switch(1, [up, m.down, m.reset], xs[0])
+    n_traces = len(traces)
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        w, a, b = m.w.value, *m.values()
+        out1 = cond(False, up, m.down, xs[1])
+        out2 = cond(True, up, m.down, xs[2])
+        out3 = switch(0, [up, m.down, m.reset], xs[1])
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert not compiles and len(traces) == n_traces
+    (a, b), ref1 = ref_down(w, a, b, xs[1])
+    (a, b), ref2 = ref_up(w, a, b, xs[2])
+    (a, b), ref3 = ref_up(w, a, b, xs[1])
+    assert_close(((out1, out2, out3), m.values()), ((ref1, ref2, ref3), (a, b)))

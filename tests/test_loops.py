@@ -546,3 +546,20 @@ def test_core_fix_transform_of_a_transform_keeps_its_own_attributes():
     g = jit(grad(loss, grad_states=w))(jnp.ones(2))
     assert g.shape == (2,) and np.allclose(g, [6.0, 6.0])
     assert float(checkpoint(jit(loss))(jnp.ones(2))) == 9.0
+
+
+def test_weakly_typed_state_keeps_its_type_so_the_loop_compiles_once():
+    total = brainx.State(0.0, name="total")        # a Python float: weakly typed
+    xs = jnp.arange(4.0)
+
+    def step(x):
+        total.value = total.value + x
+        return total.value
+
+    ys1 = for_loop(step, xs)
+    with CompileCounter() as again:
+        ys2 = for_loop(step, xs)
+    assert again.count == 0
+    np.testing.assert_allclose(ys1, jnp.cumsum(xs))
+    np.testing.assert_allclose(ys2, jnp.cumsum(xs) + 6.0)
+    assert float(total.value) == 12.0 and total.value.dtype == jnp.float32

@@ -27,7 +27,8 @@ import jax
 import jax.numpy as jnp
 
 from brainx.state.trace import _THREAD, StateTraceStack
-from brainx.transform.loop_cache import cached_loop
+from brainx.transform.carry_check import keep_weak_types
+from brainx.transform.loop_cache import compile_once
 from brainx.transform.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.state_union import StateUnion, UnionSignature
 from brainx.transform.stateful import read_state_values, write_state_values
@@ -128,7 +129,7 @@ class _Scan:
         init_carry = (written, init) if runner is None else (written, init, jnp.int32(0))
         final, ys = jax.lax.scan(body, init_carry, xs, length=self.length,
                                  reverse=self.reverse, unroll=self.unroll)
-        write_state_values(sig.write_states, final[0])
+        write_state_values(sig.write_states, keep_weak_types(written, final[0]))
         return final[1], ys
 
 
@@ -162,7 +163,7 @@ def _run_scan(kind: str, f: Callable, init, xs, length: Optional[int], reverse: 
     if jax.config.jax_disable_jit:
         return _python_scan(kind, f, init, xs, length, reverse, bar)
     if not _THREAD.frames:
-        loop = cached_loop([f], (kind, length, bool(reverse), unroll, bar_key),
+        loop = compile_once([f], (kind, length, bool(reverse), unroll, bar_key),
                            lambda funs: _Scan(kind, funs[0], length, reverse, unroll, bar))
         if loop is not None:
             return loop(init, xs)
@@ -303,7 +304,7 @@ class _While:
             def guarded(carry):
                 return jax.lax.cond(cond(carry), body, lambda c: c, carry)
             final = _guarded_steps(guarded, cond, (written, init_val), self.max_steps, self.base)
-        write_state_values(sig.write_states, final[0])
+        write_state_values(sig.write_states, keep_weak_types(written, final[0]))
         return final[1]
 
 
@@ -350,7 +351,7 @@ def _run_while(kind: str, cond_fun: Callable, body_fun: Callable, init_val,
     if jax.config.jax_disable_jit:
         return _python_while(kind, cond_fun, body_fun, init_val, max_steps)
     if not _THREAD.frames:
-        loop = cached_loop([cond_fun, body_fun], (kind, max_steps, base),
+        loop = compile_once([cond_fun, body_fun], (kind, max_steps, base),
                            lambda funs: _While(kind, funs[0], funs[1], max_steps, base))
         if loop is not None:
             return loop(init_val)
