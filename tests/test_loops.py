@@ -563,3 +563,23 @@ def test_weakly_typed_state_keeps_its_type_so_the_loop_compiles_once():
     np.testing.assert_allclose(ys1, jnp.cumsum(xs))
     np.testing.assert_allclose(ys2, jnp.cumsum(xs) + 6.0)
     assert float(total.value) == 12.0 and total.value.dtype == jnp.float32
+
+
+def test_an_exception_in_the_step_leaves_every_state_unchanged():
+    net = Net()
+    for_loop(net.step, inputs(3))
+    states = (net.v, net.count, net.w, net.b)
+    before = snapshot(*states)
+
+    def failing(x):
+        net.step(x)
+        raise RuntimeError("user bug")
+
+    for run in (lambda: for_loop(failing, inputs(3)),
+                jit(lambda: scan(lambda c, x: (c, failing(x)), 0.0, inputs(3))),
+                lambda: while_loop(lambda n: n < 2, lambda n: failing(jnp.ones(N)), 0),
+                lambda: cond(True, failing, net.step, jnp.ones(N))):
+        with pytest.raises(RuntimeError, match="user bug"):
+            run()
+        assert_unchanged(states, before)
+    assert bounded_while_loop(lambda n: n < 3, lambda n: n + 1, 0, max_steps=np.int64(5)) == 3
