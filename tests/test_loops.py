@@ -583,3 +583,18 @@ def test_an_exception_in_the_step_leaves_every_state_unchanged():
             run()
         assert_unchanged(states, before)
     assert bounded_while_loop(lambda n: n < 3, lambda n: n + 1, 0, max_steps=np.int64(5)) == 3
+
+
+def test_core_fix_discovery_takes_abstract_arguments():
+    # A loop discovers its step with the type of one slice of xs (there may be no slice at all),
+    # so StatefulFunction discovery must trace a jax.ShapeDtypeStruct, not pass it through.
+    h = brainx.State(jnp.zeros(2))
+
+    def step(x):
+        h.value = h.value + x
+        return x * 2
+
+    sf = brainx.transform.StatefulFunction(step)
+    sig = sf.discover((), (jax.ShapeDtypeStruct((2,), jnp.float32),), {})
+    assert sig.states == (h,) and sig.written == (True,)
+    assert for_loop(step, jnp.zeros((0, 2))).shape == (0, 2)
