@@ -171,6 +171,8 @@ def _python_scan(kind: str, f: Callable, init, xs, length: int, reverse: bool,
 def _run_scan(kind: str, f: Callable, init, xs, length: Optional[int], reverse: bool, unroll,
               pbar) -> Tuple[Any, Any]:
     length = infer_length(xs, length, kind)
+    if isinstance(unroll, bool):  # as jax.lax.scan reads it; also keeps True and 1 apart in keys
+        unroll = max(length, 1) if unroll else 1
     bar, bar_key = as_progress_bar(pbar)
     if jax.config.jax_disable_jit:
         return _python_scan(kind, f, init, xs, length, reverse, bar)
