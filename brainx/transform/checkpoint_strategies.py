@@ -4,14 +4,15 @@ A strategy says which carries a loop keeps for its reverse pass and how it
 recomputes the rest. Every strategy gives the same outputs, final states and
 gradients; they differ in memory, time and which JAX transforms they support:
 
-=================  =====================================  ==========================  ===============
-strategy           keeps                                  recomputes each step        transforms
-=================  =====================================  ==========================  ===============
-``Remat``          every step's carry                     once (``jax.checkpoint``)   all
-``NestedRemat``    one carry per segment, per level       once per level              all
-``Nested``         one carry per segment, per level       once per level, +1          reverse mode
-``Binomial``       a fixed number of carries              O(log T) times              reverse mode
-=================  =====================================  ==========================  ===============
+==================  ===================================  =========================  ============
+strategy            keeps                                recomputes each step       transforms
+==================  ===================================  =========================  ============
+``PerStepRemat``    every step's carry                   once (``jax.checkpoint``)  all
+``NestedRemat``     one carry per segment, per level     once per level             all
+``Nested``          one carry per segment, per level,    once per level             reverse mode
+                    one innermost segment's residuals
+``Binomial``        a fixed number of carries            O(log T) times, +1         reverse mode
+==================  ===================================  =========================  ============
 
 ``Nested`` and ``Binomial`` write their own reverse pass (a ``jax.custom_vjp``)
 that threads one gradient accumulator through every level, so a
@@ -27,8 +28,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Tuple, Union
 
-__all__ = ["CheckpointStrategy", "Remat", "NestedRemat", "Nested", "Binomial", "as_strategy",
-           "segment_sizes", "SegmentPlan"]
+__all__ = ["CheckpointStrategy", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
+           "as_strategy", "segment_sizes", "SegmentPlan"]
 
 
 class CheckpointStrategy:
@@ -38,13 +39,17 @@ class CheckpointStrategy:
     custom_vjp: bool = False
 
     def scan(self, body: Callable, consts, init, xs, length: int, *, reverse: bool,
-             unroll: int):
-        """``(final_carry, ys)`` of ``body(consts, carry, x) -> (carry, y)`` over ``length`` steps."""
+             unroll: int, monitor: Optional[Callable] = None):
+        """``(final_carry, ys)`` of ``body(consts, carry, x) -> (carry, y)`` over ``length`` steps.
+
+        ``monitor(steps_done, carry, y)``, if given, is called in the traced
+        loop after each step of the forward pass (a progress bar).
+        """
         raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Remat(CheckpointStrategy):
+class PerStepRemat(CheckpointStrategy):
     """``jax.checkpoint`` on every step: keep each step's carry, recompute the step's insides.
 
     Memory grows with the number of steps (one carry per step); time is about
@@ -62,10 +67,10 @@ class Remat(CheckpointStrategy):
     policy: Optional[Callable] = None
     prevent_cse: bool = False
 
-    def scan(self, body, consts, init, xs, length, *, reverse, unroll):
+    def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
         from brainx.transform.remat_loops import remat_scan
         return remat_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
-                          policy=self.policy, prevent_cse=self.prevent_cse)
+                          policy=self.policy, prevent_cse=self.prevent_cse, monitor=monitor)
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,8 @@ class _Segmented(CheckpointStrategy):
             raise ValueError(f"{type(self).__name__}: base must be an int >= 2, got {self.base!r}.")
 
     def plan(self, length: int) -> "SegmentPlan":
+        if self.segments is None and self.base is None:
+            return SegmentPlan.balanced(length, self.levels)
         return SegmentPlan.build(length, segment_sizes(length, self.levels, self.segments,
                                                        self.base))
 
@@ -116,10 +123,10 @@ class NestedRemat(_Segmented):
         A ``jax.checkpoint_policies`` policy for the innermost step.
     """
 
-    def scan(self, body, consts, init, xs, length, *, reverse, unroll):
+    def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
         from brainx.transform.remat_loops import nested_remat_scan
         return nested_remat_scan(body, consts, init, xs, self.plan(length), reverse=reverse,
-                                 unroll=unroll, policy=self.policy)
+                                 unroll=unroll, policy=self.policy, monitor=monitor)
 
 
 @dataclass(frozen=True)
@@ -138,10 +145,10 @@ class Nested(_Segmented):
 
     custom_vjp = True
 
-    def scan(self, body, consts, init, xs, length, *, reverse, unroll):
+    def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
         from brainx.transform.reverse_loops import vjp_scan
         return vjp_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
-                        schedule=self)
+                        schedule=self, monitor=monitor)
 
 
 @dataclass(frozen=True)
@@ -166,13 +173,14 @@ class Binomial(CheckpointStrategy):
         if not isinstance(self.snapshots, int) or self.snapshots < 1:
             raise ValueError(f"Binomial: snapshots must be an int >= 1, got {self.snapshots!r}.")
 
-    def scan(self, body, consts, init, xs, length, *, reverse, unroll):
+    def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
         from brainx.transform.reverse_loops import vjp_scan
         return vjp_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
-                        schedule=self)
+                        schedule=self, monitor=monitor)
 
 
-_NAMES = {"remat": Remat, "nested": Nested, "nested_remat": NestedRemat, "binomial": Binomial}
+_NAMES = {"per_step_remat": PerStepRemat, "remat": PerStepRemat, "nested": Nested,
+          "nested_remat": NestedRemat, "binomial": Binomial}
 
 
 def as_strategy(spec, base: Optional[int] = None) -> CheckpointStrategy:
@@ -196,7 +204,7 @@ def as_strategy(spec, base: Optional[int] = None) -> CheckpointStrategy:
             return cls(base=base)
         return cls()
     raise ValueError(f"Unknown checkpoint strategy {spec!r}: use one of {sorted(_NAMES)} or an "
-                     "instance of Remat, Nested, NestedRemat or Binomial.")
+                     "instance of PerStepRemat, Nested, NestedRemat or Binomial.")
 
 
 def segment_sizes(length: int, levels: int = 2, segments: Optional[Sequence[int]] = None,
@@ -248,6 +256,26 @@ class SegmentPlan:
         count, left = divmod(length, stride)
         tail = SegmentPlan.build(left, rest) if left else None
         return SegmentPlan(length, stride, count, SegmentPlan.build(stride, rest), tail)
+
+    @staticmethod
+    def balanced(length: int, levels: int) -> "SegmentPlan":
+        """``levels`` levels of about ``length ** (1 / levels)`` segments each.
+
+        A segment length that divides ``length`` is preferred when one is
+        within a factor 1.5 of the ideal: no tail segment, whose reverse
+        pass is a separate loop (with its own accumulators under ``NestedRemat``).
+        """
+        if levels <= 1 or length <= 2:
+            return SegmentPlan(length)
+        ideal = length ** ((levels - 1) / levels)
+        near = [d for d in range(max(2, math.floor(ideal / 1.5)), min(length - 1,
+                                                                     math.ceil(ideal * 1.5)) + 1)
+                if length % d == 0]
+        stride = (min(near, key=lambda d: abs(math.log(d / ideal))) if near
+                  else min(length - 1, math.ceil(ideal - 1e-9)))
+        count, left = divmod(length, stride)
+        tail = SegmentPlan.balanced(left, levels - 1) if left else None
+        return SegmentPlan(length, stride, count, SegmentPlan.balanced(stride, levels - 1), tail)
 
     def peak_carries(self) -> int:
         """Carries alive at once on the reverse pass (segment starts of each level + a leaf)."""

@@ -1,9 +1,9 @@
 """Checkpointed loops built from ``jax.checkpoint`` and ``lax.scan`` (any JAX transform).
 
 ``body(consts, carry, x) -> (carry, y)`` is a pure step; ``consts`` are loop
-constants (closed over by every scan, never carried). Steps read their input
-by index from ``xs`` inside the checkpointed region, so a step's residual is
-its carry and an integer, not a copy of its input slice.
+constants (closed over by every scan, never carried). In nested loops a step
+reads its input by index from ``xs`` inside the checkpointed region, so its
+residual is its carry and an integer, not a copy of its input slice.
 """
 
 from __future__ import annotations
@@ -25,28 +25,49 @@ def take(xs, i):
 
 
 def remat_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, unroll: int,
-               policy: Optional[Callable], prevent_cse: bool):
+               policy: Optional[Callable], prevent_cse: bool,
+               monitor: Optional[Callable] = None):
     """``lax.scan`` with ``jax.checkpoint`` on every step."""
     step = jax.checkpoint(lambda c, x: body(consts, c, x), prevent_cse=prevent_cse,
                           policy=policy)
-    return lax.scan(step, init, xs, length=length, reverse=reverse, unroll=unroll)
+    if monitor is None:
+        return lax.scan(step, init, xs, length=length, reverse=reverse, unroll=unroll)
+
+    def counted(carry, x):  # the monitor sits outside the checkpoint: forward pass only
+        c, y = step(carry[0], x)
+        monitor(carry[1] + 1, c, y)
+        return (c, carry[1] + 1), y
+
+    (c, _), ys = lax.scan(counted, (init, jnp.zeros((), jnp.int32)), xs, length=length,
+                          reverse=reverse, unroll=unroll)
+    return c, ys
 
 
 def nested_remat_scan(body: Callable, consts, init, xs, plan: SegmentPlan, *, reverse: bool,
-                      unroll: int, policy: Optional[Callable]):
+                      unroll: int, policy: Optional[Callable],
+                      monitor: Optional[Callable] = None):
     """Nested ``lax.scan`` s with ``jax.checkpoint`` on each level, following ``plan``.
 
     Works in index space: a level covering indices ``[o, o + L)`` runs its
     segments (and its tail, the highest indices) in loop order, so ``ys``
     comes out stacked by index for either direction, as from ``lax.scan``.
     """
+    total = plan.length
     step = jax.checkpoint(lambda c, i: body(consts, c, take(xs, i)), prevent_cse=False,
                           policy=policy)
 
+    def leaf_step(o):
+        def run(c, j):
+            c, y = step(c, o + j)
+            if monitor is not None:
+                monitor(total - (o + j) if reverse else o + j + 1, c, y)
+            return c, y
+        return run
+
     def run(node: SegmentPlan, c, o):
         if node.is_leaf:
-            return lax.scan(lambda c, j: step(c, o + j), c, jnp.arange(node.length),
-                            reverse=reverse, unroll=unroll)
+            return lax.scan(leaf_step(o), c, jnp.arange(node.length), reverse=reverse,
+                            unroll=unroll)
 
         def segment(c, k):
             return run(node.child, c, o + k * node.stride)

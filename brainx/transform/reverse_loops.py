@@ -191,28 +191,33 @@ def _depends_on_inputs(jaxpr) -> List[bool]:
     return [isinstance(v, jex_core.Var) and v in dep for v in jaxpr.outvars]
 
 
-def _record(step, c0, xs, length: int, stride: int, *, reverse: bool, unroll: int):
+def _record(step, c0, xs, length: int, stride: int, *, reverse: bool, unroll: int,
+            monitor: Optional[Callable] = None):
     """Run ``step(c, x, t) -> (c, y)`` for ``length`` steps, keeping the carry every ``stride`` steps.
 
-    Returns ``((final carry, ys), kept)`` with ``kept[k]`` the carry before step ``k * stride``.
-    Only one kept slot is rewritten per step, so the cost is linear in ``length``.
+    Returns ``((final carry, ys), kept)`` with ``kept[k]`` the carry before step
+    ``k * stride`` (nothing is kept with ``stride=0``). Only one kept slot is
+    rewritten per step, so the cost is linear in ``length``.
     """
-    nkeep = -(-length // stride)
+    nkeep = -(-length // stride) if stride else 0
     kept = jax.tree.map(lambda a: jnp.zeros((nkeep,) + jnp.shape(a), jnp.result_type(a)), c0)
 
     def body(carry, x):
         c, kept, t = carry
-        k = t // stride
-        new = jax.tree.map(lambda b, v: jnp.where(t % stride == 0, v,
-                                                  lax.dynamic_index_in_dim(b, k, 0, False)),
-                           kept, c)
-        kept = _put(kept, k, new)
+        if stride:
+            k = t // stride
+            new = jax.tree.map(lambda b, v: jnp.where(t % stride == 0, v,
+                                                      lax.dynamic_index_in_dim(b, k, 0, False)),
+                               kept, c)
+            kept = _put(kept, k, new)
         c, y = step(c, x, t)
+        if monitor is not None:
+            monitor(t + 1, c, y)
         return (c, kept, t + 1), y
 
     (c, kept, _), ys = lax.scan(body, (c0, kept, jnp.zeros((), jnp.int32)), xs, length=length,
                                 reverse=reverse, unroll=unroll)
-    return (c, ys), kept
+    return (c, ys), (kept if stride else None)
 
 
 def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unroll: int):
@@ -260,24 +265,26 @@ def _convert(f, *example):
     return (lambda consts, *args: f_cc(consts[0], *args, *consts[1])), hoisted
 
 
+def _strong(x):
+    """``x`` as an array without weak type (a loop carry's type must not change)."""
+    return jnp.asarray(x, dtype=jnp.result_type(x))
+
+
 def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, unroll: int,
-             schedule):
+             schedule, monitor: Optional[Callable] = None):
     """``lax.scan`` of ``body(consts, carry, x) -> (carry, y)`` with ``schedule`` 's reverse pass."""
     if length == 0:
         return lax.scan(lambda c, x: body(consts, c, x), init, xs, length=0)
+    init = jax.tree.map(_strong, init)
     x0 = None if xs is None else take(xs, 0)
     f, hoisted = _convert(body, consts, init, x0)
     plan = schedule.plan(length) if isinstance(schedule, Nested) else None
 
-    def step(cs, c, x, t):
-        return f(cs, c, x)
+    stride = 0 if plan is None else plan.stride
 
     def forward(cs, c0, xs):
-        if plan is None or plan.is_leaf:
-            return lax.scan(lambda c, x: f(cs, c, x), c0, xs, length=length, reverse=reverse,
-                            unroll=unroll), None
-        return _record(lambda c, x, t: f(cs, c, x), c0, xs, length, plan.stride,
-                       reverse=reverse, unroll=unroll)
+        return _record(lambda c, x, t: f(cs, c, x), c0, xs, length, stride, reverse=reverse,
+                       unroll=unroll, monitor=monitor)
 
     @jax.custom_vjp
     def loop(cs, c0, xs):
@@ -310,6 +317,7 @@ def vjp_while_loop(cond: Callable, body: Callable, consts, init, *, max_steps: O
                    snapshots: int):
     """``lax.while_loop`` of ``body(consts, carry) -> carry`` while ``cond(consts, carry)``,
     reverse-differentiable by binomial checkpointing (at most ``max_steps`` steps if given)."""
+    init = jax.tree.map(_strong, init)
     f_body, h_body = _convert(lambda k, c, x: (body(k, c), ()), consts, init, None)
     f_cond, h_cond = _convert(cond, consts, init)
     limit = math.inf if max_steps is None else int(max_steps)
