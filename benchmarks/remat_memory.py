@@ -42,11 +42,11 @@ def _raw_step(W, carry, x):
     return (h, s), jnp.mean((s - 0.1) ** 2)
 
 
-def raw_loss(W, xs, remat=False):
+def raw_loss(W, xs, remat=False, unroll=1):
     step = partial(_raw_step, W)
     if remat:
         step = jax.checkpoint(step, prevent_cse=False)
-    return jax.lax.scan(step, _init(), xs)[1].mean()
+    return jax.lax.scan(step, _init(), xs, unroll=unroll)[1].mean()
 
 
 def raw_nested_loss(W, xs, outer, inner):
@@ -111,6 +111,7 @@ def brainx_variants(net: Net):
         "ckpt for_loop nested, base=16": loop_loss(cfl, net.step, base=16),
         "ckpt for_loop nested, keep carries": loop_loss(
             cfl, net.step, checkpoint=bt.Nested(policy=jax.checkpoint_policies.nothing_saveable)),
+        "ckpt for_loop nested, unroll=5": loop_loss(cfl, net.step, unroll=5),
         "ckpt for_loop binomial(16)": loop_loss(cfl, net.step, checkpoint=bt.Binomial(16)),
         "ckpt for_loop binomial(32)": loop_loss(cfl, net.step, checkpoint=bt.Binomial(32)),
     }
@@ -123,7 +124,8 @@ def compile_all(T: int, seed: int = 0):
     xs = (jax.random.uniform(k2, (T, N)) < 0.1).astype(jnp.float32)
     out = {}
     raw = {"raw lax.scan (baseline)": raw_loss,
-           "raw lax.scan, jax.checkpoint step": partial(raw_loss, remat=True)}
+           "raw lax.scan, jax.checkpoint step": partial(raw_loss, remat=True),
+           "raw lax.scan, unroll=5": partial(raw_loss, unroll=5)}
     if T % 40 == 0:
         raw["raw nested scan 40 x T/40 (anchor)"] = partial(raw_nested_loss, outer=40,
                                                             inner=T // 40)
@@ -137,22 +139,24 @@ def compile_all(T: int, seed: int = 0):
     return out
 
 
-def measure(T: int, rounds: int):
-    fns = compile_all(T)
+def measure(Ts, rounds: int):
+    """T -> rows; every variant of every T is timed in the same interleaved rounds."""
+    fns = {(T, name): entry for T in Ts for name, entry in compile_all(T).items()}
     base = "raw lax.scan (baseline)"
-    grads = {name: jax.block_until_ready(fn()) for name, (fn, _) in fns.items()}  # warm-up
-    times = {name: [] for name in fns}
+    grads = {key: jax.block_until_ready(fn()) for key, (fn, _) in fns.items()}  # warm-up
+    times = {key: [] for key in fns}
     for _ in range(rounds):
-        for name, (fn, _) in fns.items():
+        for key, (fn, _) in fns.items():
             start = time.perf_counter()
             jax.block_until_ready(fn())
-            times[name].append(time.perf_counter() - start)
-    rows = []
-    for name, (_, temp) in fns.items():
-        ratio = statistics.median(t / b for t, b in zip(times[name], times[base]))
-        err = float(jnp.max(jnp.abs(grads[name] - grads[base])))
-        rows.append((name, temp / 1024, statistics.median(times[name]) * 1e3, ratio, err))
-    return rows
+            times[key].append(time.perf_counter() - start)
+    results = {T: [] for T in Ts}
+    for (T, name), (_, temp) in fns.items():
+        ratio = statistics.median(t / b for t, b in zip(times[T, name], times[T, base]))
+        err = float(jnp.max(jnp.abs(grads[T, name] - grads[T, base])))
+        results[T].append((name, temp / 1024, statistics.median(times[T, name]) * 1e3, ratio,
+                           err))
+    return results
 
 
 def main():
@@ -163,9 +167,9 @@ def main():
     args = parser.parse_args()
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, {N} units, "
           f"median of {args.rounds} interleaved rounds")
-    results = {}
+    results = measure(args.T, args.rounds)
     for T in args.T:
-        rows = results[T] = measure(T, args.rounds)
+        rows = results[T]
         print(f"\nT = {T}")
         print(f"| {'variant':<40} | {'temp KiB':>9} | {'ms / grad':>9} | {'x baseline':>10} "
               f"| {'max grad err':>12} |")
@@ -174,7 +178,7 @@ def main():
             print(f"| {name:<40} | {kib:>9.1f} | {ms:>9.2f} | {ratio:>9.2f}x | {err:>12.1e} |")
     if len(args.T) > 1:
         t0, t1 = args.T[0], args.T[-1]
-        print(f"\nTime per step (us), T = {t0} and T = {t1}: equal for a loop linear in T")
+        print(f"\nTime per step (us), T = {t0} and T = {t1} (same rounds): equal when linear in T")
         print(f"| {'variant':<40} | {'T=' + str(t0):>8} | {'T=' + str(t1):>8} | {'ratio':>6} |")
         print(f"|{'-' * 42}|{'-' * 10}|{'-' * 10}|{'-' * 8}|")
         first = {r[0]: r[2] for r in results[t0]}
