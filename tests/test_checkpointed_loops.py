@@ -1,6 +1,8 @@
 """Checkpointed loops against plain JAX with explicit state passing, for every strategy."""
 
+import gc
 import io
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +20,8 @@ from brainx.transform.treeverse import binomial_split, treeverse
 
 N = 3
 STRATEGIES = [PerStepRemat(), NestedRemat(), NestedRemat(levels=3), Nested(), Nested(levels=3),
-              Nested(base=2), Nested(segments=(5, 2), policy=jax.checkpoint_policies.nothing_saveable),
+              Nested(base=2),
+              Nested(segments=(5, 2), policy=jax.checkpoint_policies.nothing_saveable),
               Binomial(1), Binomial(3)]
 IDS = ["per_step", "nested_remat", "nested_remat3", "nested", "nested3", "nested_base2",
        "nested_5_2_carries", "binomial1", "binomial3"]
@@ -27,12 +30,12 @@ IDS = ["per_step", "nested_remat", "nested_remat3", "nested", "nested3", "nested
 class Net:
     """v and count are written every step; w and b are only read."""
 
-    def __init__(self, seed=0):
-        k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
-        self.w = brainx.ParamState(jax.random.normal(k1, (N, N)) * 0.6, name="w")
-        self.b = brainx.ParamState(jax.random.normal(k2, (N,)) * 0.1, name="b")
-        self.v = brainx.HiddenState(jnp.zeros(N), name="v")
-        self.count = brainx.ShortTermState(jnp.zeros((), jnp.int32), name="count")
+    def __init__(self):
+        params = 0.6 * jax.random.normal(jax.random.PRNGKey(0), (N + 1, N))
+        self.w, self.b = brainx.ParamState(params[:N], name="w"), brainx.ParamState(
+            params[N] / 6, name="b")
+        self.v, self.count = (brainx.HiddenState(jnp.zeros(N), name="v"),
+                              brainx.ShortTermState(jnp.zeros((), jnp.int32), name="count"))
 
     def scan_step(self, acc, x):
         self.v.value = jnp.tanh(self.v.value @ self.w.value + x + self.b.value)
@@ -391,3 +394,27 @@ _split = jax.jit(binomial_split)
 def test_property_binomial_split_is_inside_the_interval(length, free):
     left = int(_split(length, free))
     assert 1 <= left <= length - 1
+
+
+@pytest.mark.parametrize("strategy", ["nested", "binomial"])
+def test_a_deleted_model_is_not_kept_alive(strategy):
+    xs, _ = _data(5)
+    net = Net()
+    alive = weakref.ref(net)
+    loss = lambda xs: checkpointed_scan(net.scan_step, 0.0, xs, checkpoint=strategy)[0]
+    grad(loss, grad_states=net.w)(xs)
+    jit(grad(loss, grad_states=net.w))(xs)
+    del net, loss
+    gc.collect()
+    assert alive() is None
+
+
+def test_grad_of_grad_through_nested():
+    xs = jnp.linspace(0.0, 1.0, 9)
+
+    def f(a, checkpoint):
+        step = lambda c, x: (jnp.sin(a * c) + x, c)
+        return checkpointed_scan(step, 0.5, xs, checkpoint=checkpoint)[1].sum()
+
+    want = jax.grad(jax.grad(f))(0.7, "per_step_remat")
+    np.testing.assert_allclose(jax.grad(jax.grad(f))(0.7, "nested"), want, rtol=1e-5)

@@ -1,4 +1,4 @@
-"""Checkpointed loops over states: `checkpointed_scan`, `checkpointed_for_loop`, `checkpointed_while_loop`.
+"""Checkpointed loops over states: `checkpointed_scan`, `_for_loop`, `_while_loop`.
 
 They compute exactly what :func:`~brainx.transform.scan`, :func:`for_loop` and
 ``while_loop`` compute, with the same treatment of states (written states in

@@ -26,9 +26,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.extend import core as jex_core
+from jax.core import Tracer
 from jax.custom_derivatives import SymbolicZero, custom_vjp_primal_tree_values
 
-from brainx.transform.checkpoint_strategies import Binomial, Nested, SegmentPlan
+from brainx.transform.checkpoint_strategies import Nested, SegmentPlan
 from brainx.transform.remat_loops import take
 from brainx.transform.treeverse import treeverse
 
@@ -193,7 +194,7 @@ def _depends_on_inputs(jaxpr) -> List[bool]:
 
 def _record(step, c0, xs, length: int, stride: int, *, reverse: bool, unroll: int,
             monitor: Optional[Callable] = None):
-    """Run ``step(c, x, t) -> (c, y)`` for ``length`` steps, keeping the carry every ``stride`` steps.
+    """Run ``step(c, x, t) -> (c, y)`` ``length`` times, keeping the carry every ``stride`` steps.
 
     Returns ``((final carry, ys), kept)`` with ``kept[k]`` the carry before step
     ``k * stride`` (nothing is kept with ``stride=0``). Only one kept slot is
@@ -259,10 +260,27 @@ def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unrol
     return node(plan, c0, jnp.zeros((), jnp.int32), state, kept)
 
 
-def _convert(f, *example):
-    """``(g, hoisted)``: ``f`` with its closed-over tracers as an extra argument."""
-    f_cc, hoisted = jax.closure_convert(f, *example)
-    return (lambda consts, *args: f_cc(consts[0], *args, *consts[1])), hoisted
+def _convert(f, consts, *example):
+    """``(g, hoisted)``: ``f(consts, *args)`` traced once, its closed-over tracers made inputs.
+
+    ``g((consts, hoisted), *args)`` computes ``f(consts, *args)``; ``hoisted``
+    are the tracers ``f`` closes over, which a ``custom_vjp`` must receive as
+    arguments to differentiate them. (``jax.closure_convert`` does the same
+    but keeps every function and tracer it saw in a global cache.)
+    """
+    closed, out_shape = jax.make_jaxpr(f, return_shape=True)(consts, *example)
+    hoist = [isinstance(c, Tracer) for c in closed.consts]
+    hoisted = [c for c, h in zip(closed.consts, hoist) if h]
+    fixed = [c for c, h in zip(closed.consts, hoist) if not h]
+    jaxpr, out_tree = closed.jaxpr, jax.tree.structure(out_shape)
+
+    def g(cs, *args):
+        it_h, it_f = iter(cs[1]), iter(fixed)
+        values = [next(it_h) if h else next(it_f) for h in hoist]
+        run = jex_core.jaxpr_as_fun(jex_core.ClosedJaxpr(jaxpr, values))
+        return jax.tree.unflatten(out_tree, run(*jax.tree.leaves((cs[0],) + args)))
+
+    return g, hoisted
 
 
 def _strong(x):
@@ -272,7 +290,7 @@ def _strong(x):
 
 def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, unroll: int,
              schedule, monitor: Optional[Callable] = None):
-    """``lax.scan`` of ``body(consts, carry, x) -> (carry, y)`` with ``schedule`` 's reverse pass."""
+    """``lax.scan`` of ``body(consts, carry, x) -> (carry, y)``, reversed by ``schedule``."""
     if length == 0:
         return lax.scan(lambda c, x: body(consts, c, x), init, xs, length=0)
     init = jax.tree.map(_strong, init)
