@@ -418,3 +418,24 @@ def test_grad_of_grad_through_nested():
 
     want = jax.grad(jax.grad(f))(0.7, "per_step_remat")
     np.testing.assert_allclose(jax.grad(jax.grad(f))(0.7, "nested"), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("strategy", ["nested", Binomial(2)], ids=["nested", "binomial"])
+def test_random_key_state_and_no_xs(strategy):
+    """The key is a written state: recomputation on the reverse pass draws the same noise."""
+    key = brainx.State(jax.random.key(0), name="key")
+    w = brainx.ParamState(jnp.ones(N))
+    v = brainx.HiddenState(jnp.zeros(N))
+
+    def step(total, _):
+        key.value, sub = jax.random.split(key.value)
+        v.value = 0.9 * v.value + w.value * jax.random.normal(sub, (N,))
+        return total + (v.value ** 2).sum(), None
+
+    def loss(loop, **kw):
+        key.value, v.value = jax.random.key(0), jnp.zeros(N)
+        return loop(step, 0.0, None, length=12, **kw)[0]
+
+    want = grad(loss, grad_states=w)(brainx.transform.scan)
+    got = grad(loss, grad_states=w)(checkpointed_scan, checkpoint=strategy)
+    np.testing.assert_allclose(got, want, rtol=1e-5)

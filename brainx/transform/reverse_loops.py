@@ -229,21 +229,28 @@ def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unrol
     them in reverse.
     """
     varying, invariant = rev.split_residuals(c0)
+    # A residual that is the step's input slice itself is read again from xs, not stored.
+    refetch: List[Optional[int]] = []
 
-    def merge(stacked):
+    def forward(c, t):
+        x = rev._x(t)
+        c2, res = rev._linearize(rev.k_leaves, c, x)
+        refetch[:] = [next((i for i, xi in enumerate(x) if r is xi), None) for r in res]
+        return c2, [r for r, m, f in zip(res, varying, refetch) if m and f is None]
+
+    def merge(stacked, t):
+        x = rev._x(t) if any(f is not None for f in refetch) else []
         it_v, it_i = iter(stacked), iter(invariant)
-        return [next(it_v) if m else next(it_i) for m in varying]
+        return [x[f] if f is not None else next(it_v) if m else next(it_i)
+                for m, f in zip(varying, refetch)]
 
     def node(p: SegmentPlan, c, o, state, kept=None):
         if p.is_leaf:
-            def forward(c, j):
-                c2, res = rev.linearize(c, o + j)
-                return c2, [r for r, m in zip(res, varying) if m]
-
-            _, stacked = lax.scan(forward, c, jnp.arange(p.length), unroll=unroll)
+            _, stacked = lax.scan(lambda c, j: forward(c, o + j), c, jnp.arange(p.length),
+                                  unroll=unroll)
 
             def back(state, j):
-                return rev.apply(state, merge(take(stacked, j)), o + j), None
+                return rev.apply(state, merge(take(stacked, j), o + j), o + j), None
 
             return lax.scan(back, state, jnp.arange(p.length), reverse=True, unroll=unroll)[0]
         if kept is None:
