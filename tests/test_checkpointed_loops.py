@@ -77,7 +77,7 @@ def _data(length, seed=1):
 CASES = ([pytest.param(s, 7, False, id=f"{i}-7") for s, i in zip(STRATEGIES, IDS)]
          + [pytest.param(s, 13, True, id=f"{i}-13-reverse") for s, i in zip(STRATEGIES, IDS)]
          + [pytest.param(s, n, False, id=f"{i}-{n}") for s, i in zip(STRATEGIES, IDS)
-            if i in ("nested_remat", "nested", "binomial1") for n in (1, 16)])
+            if i in ("nested_remat", "nested", "binomial1") for n in (0, 1, 16)])
 _ref = jax.jit(jax.value_and_grad(ref_loss, argnums=(0, 2, 3), has_aux=True), static_argnums=4)
 
 

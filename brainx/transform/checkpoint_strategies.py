@@ -109,7 +109,8 @@ class NestedRemat(_Segmented):
     level recomputes its segment on the way back. Works under every JAX
     transform (forward mode and higher order included), but JAX gives each
     level its own accumulator for the gradient of a differentiated loop
-    constant; :class:`Nested` avoids that.
+    constant; :class:`Nested` avoids that. A progress bar also moves while
+    segments are recomputed on the backward pass.
 
     Parameters
     ----------
@@ -139,8 +140,22 @@ class Nested(_Segmented):
     gradient accumulator through all levels. Memory: the segment-start
     carries of every level plus one innermost segment's carries. Time: one
     forward pass per level plus one step VJP per step. Reverse mode only
-    (``jax.grad``, ``jax.vjp``, ``brainx.transform.grad``); use
-    :class:`NestedRemat` for forward mode.
+    (``jax.grad``, ``jax.vjp``, ``brainx.transform.grad``, grad of grad);
+    use :class:`NestedRemat` for forward mode.
+
+    ``policy`` (a ``jax.checkpoint_policies`` policy) limits the residuals
+    the innermost segment keeps: ``nothing_saveable`` keeps only each step's
+    inputs and recomputes the step once more on the way back.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from brainx.transform import Nested, checkpointed_scan
+    >>> step = lambda c, x: (jnp.sin(c) + x, c)
+    >>> loss = lambda a, k: checkpointed_scan(step, a, jnp.ones(97), checkpoint=k)[1].sum()
+    >>> g = jax.grad(loss)(0.5, Nested(levels=3))
+    >>> bool(jnp.allclose(g, jax.grad(loss)(0.5, "per_step_remat")))
+    True
     """
 
     custom_vjp = True
@@ -158,7 +173,8 @@ class Binomial(CheckpointStrategy):
     The reverse pass keeps at most ``snapshots`` carries and places them by
     the binomial rule, which reverses ``binom(s + r + 1, r)`` steps with each
     step recomputed at most ``r`` times. It needs no length in advance, so it
-    also reverses :func:`checkpointed_while_loop`. Reverse mode only.
+    also reverses :func:`checkpointed_while_loop`. Reverse mode only, first
+    order (its reverse pass is a ``while_loop``).
 
     Parameters
     ----------

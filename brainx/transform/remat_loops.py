@@ -53,6 +53,8 @@ def nested_remat_scan(body: Callable, consts, init, xs, plan: SegmentPlan, *, re
     comes out stacked by index for either direction, as from ``lax.scan``.
     """
     total = plan.length
+    if total == 0:  # nothing to index: a plain empty scan gives the output types
+        return lax.scan(lambda c, x: body(consts, c, x), init, xs, length=0)
     step = jax.checkpoint(lambda c, i: body(consts, c, take(xs, i)), prevent_cse=False,
                           policy=policy)
 
