@@ -5,7 +5,7 @@ States (:class:`State` and its kinds) hold mutable values; the functions in
 """
 
 from brainx import environ, errors, transform
-from brainx import nn  # noqa: E402  (nn imports environ and the states)
+from brainx import nn, optim  # noqa: E402  (they import environ and the states)
 from brainx.errors import ExpiredStateError, StateTypeError, TracerLeakError
 from brainx.state import (
     BatchState, HiddenState, LongTermState, ParamState, ShortTermState, State, StateCatcher,
@@ -17,5 +17,5 @@ __version__ = "0.1.0"
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
     "StateTraceStack", "StateCatcher", "catch_new_states", "transform", "errors",
-    "TracerLeakError", "ExpiredStateError", "StateTypeError", "environ", "nn",
+    "TracerLeakError", "ExpiredStateError", "StateTypeError", "environ", "nn", "optim",
 ]

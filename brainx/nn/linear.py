@@ -7,7 +7,7 @@ from typing import Optional
 import brainunit as u
 import jax.numpy as jnp
 
-from brainx.nn.init import KaimingNormal, ZeroInit, param, to_size
+from brainx.nn.init import KaimingNormal, ZeroInit, to_size
 from brainx.nn.module import Module
 from brainx.state.state import ParamState
 
@@ -48,10 +48,11 @@ class Linear(Module):
         self.in_size = in_size
         self.out_size = out_size
         shape = (self.in_size[-1], self.out_size[-1])
-        weights = {"weight": param(w_init, shape, allow_none=False)}
+        if w_init is None:
+            raise ValueError("Linear needs a w_init (an initialiser or an array).")
+        weights = {"weight": _init(w_init, shape, "weight")}
         if b_init is not None:
-            weights["bias"] = param(b_init, (self.out_size[-1],))
-        _check_shape(weights["weight"], shape, "weight")
+            weights["bias"] = _init(b_init, (self.out_size[-1],), "bias")
         self.w_mask = None if w_mask is None else jnp.asarray(w_mask)
         if self.w_mask is not None:
             jnp.broadcast_shapes(self.w_mask.shape, shape)
@@ -69,7 +70,9 @@ class Linear(Module):
         return y
 
 
-def _check_shape(value, shape, what: str) -> None:
+def _init(init, shape, what: str):
+    value = init(shape) if callable(init) and not isinstance(init, u.Quantity) else init
     got = jnp.shape(value.mantissa if isinstance(value, u.Quantity) else value)
     if tuple(got) != tuple(to_size(shape)):
         raise ValueError(f"Linear: the initial {what} has shape {tuple(got)}, expected {shape}.")
+    return value if isinstance(value, u.Quantity) else jnp.asarray(value)

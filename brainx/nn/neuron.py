@@ -82,8 +82,9 @@ class LIF(Neuron):
     .. math::  \tau \frac{dV}{dt} = -(V - V_{rest}) + R\,I(t)
 
     A spike is emitted when ``V >= V_th``; on the next step ``V`` is reset
-    (see ``spk_reset``). With ``tau_ref``, ``V`` is then held at the reset
-    value for ``tau_ref`` (rounded to whole steps) and the input is ignored.
+    (see ``spk_reset``). With ``tau_ref``, ``V`` is then clamped to ``V_reset``
+    for ``tau_ref`` (rounded to whole steps): the input is ignored and the
+    neuron cannot spike.
 
     Parameters
     ----------
@@ -164,15 +165,15 @@ class LIF(Neuron):
         V = last_v - self._reset_amount(last_v, self.V_th) * last_spk
         V_new = self._integrate(V, x)
         if self.tau_ref is not None:
-            V_new = self._refractory(V, V_new, last_spk)
+            V_new = self._refractory(V_new, last_spk)
         self.V.value = V_new
         return self.get_spike(V_new)
 
-    def _refractory(self, V_reset, V_new, last_spk):
+    def _refractory(self, V_new, last_spk):
         dt = environ.get_dt()
         t_ref = u.math.where(jax.lax.stop_gradient(last_spk) > 0, self.tau_ref,
                              self.t_ref.value)
-        V_new = u.math.where(t_ref > dt / 2, V_reset, V_new)
+        V_new = u.math.where(t_ref > dt / 2, self.V_reset + 0.0 * V_new, V_new)
         self.t_ref.value = u.math.maximum(t_ref - dt, 0.0 * dt)
         return V_new
 
