@@ -63,7 +63,7 @@ class GradientTransform:
         self._single_arg = isinstance(argnums, int)
         self._argnums: Tuple[int, ...] = (
             () if argnums is None else (argnums,) if isinstance(argnums, int) else tuple(argnums))
-        functools.update_wrapper(self, fun, updated=())  # never copy fun.__dict__ over ours
+        functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
         return self.stateful.call(self._run, args, kwargs)
