@@ -1,0 +1,146 @@
+"""A tqdm progress bar for compiled loops, updated from inside the loop."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Dict, Hashable, Optional, Tuple, Union
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["ProgressBar"]
+
+Desc = Union[str, Tuple[str, Callable[[Dict[str, Any]], Dict[str, Any]]]]
+
+
+def _tqdm():
+    try:
+        from tqdm.auto import tqdm
+    except ImportError as e:
+        raise ImportError(
+            "A progress bar (pbar=...) needs the optional package tqdm, which is not installed. "
+            "Install it with `pip install tqdm`, or run the loop without pbar.") from e
+    return tqdm
+
+
+class ProgressBar:
+    """A progress bar for :func:`scan` and :func:`for_loop`, drawn with tqdm.
+
+    The loop stays compiled: every ``freq`` steps it calls back to Python
+    (``jax.debug.callback``, ordered) to move the bar. Results are the same
+    as without the bar.
+
+    Parameters
+    ----------
+    freq : int, optional
+        Update the bar every ``freq`` steps. Default: about 20 updates in all.
+    count : int, optional
+        Update the bar about ``count`` times in all (instead of ``freq``).
+    desc : str or (str, callable), optional
+        The bar's description. A pair ``(template, fn)`` formats ``template``
+        with ``fn(data)``, where ``data`` is ``{"i": step index, "carry":
+        carry, "y": step output}``; ``fn`` runs in the traced loop and returns
+        a dict of arrays.
+    **kwargs
+        Passed to ``tqdm`` (``file``, ``ncols``, ``leave``, ...).
+
+    Examples
+    --------
+    >>> import io, jax.numpy as jnp, brainx
+    >>> out = io.StringIO()
+    >>> bar = brainx.transform.ProgressBar(freq=5, file=out)
+    >>> ys = brainx.transform.for_loop(lambda x: x * 2, jnp.arange(10.0), pbar=bar)
+    >>> "10/10" in out.getvalue(), float(ys.sum())
+    (True, 90.0)
+    """
+
+    def __init__(self, freq: Optional[int] = None, count: Optional[int] = None,
+                 desc: Optional[Desc] = None, **kwargs):
+        for name, value in (("freq", freq), ("count", count)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                      or value < 1):
+                raise ValueError(f"ProgressBar: {name} must be a positive int, got {value!r}.")
+        if freq is not None and count is not None:
+            raise ValueError("ProgressBar: give freq or count, not both.")
+        if desc is not None and not isinstance(desc, str):
+            if not (isinstance(desc, (tuple, list)) and len(desc) == 2
+                    and isinstance(desc[0], str) and callable(desc[1])):
+                raise TypeError("ProgressBar: desc must be a string or a pair "
+                                f"(format string, function), got {desc!r}.")
+        kwargs.pop("total", None)
+        _tqdm()  # fail now, with a clear message, if tqdm is missing
+        self.freq = freq
+        self.count = count
+        self.desc = desc
+        self.kwargs = kwargs
+
+    def init(self, n: int) -> "ProgressRunner":
+        """The runner for a loop of ``n`` steps."""
+        if self.count is not None:
+            freq = max(1, math.ceil(n / self.count))
+        elif self.freq is not None:
+            freq = self.freq
+        else:
+            freq = max(1, n // 20)
+        return ProgressRunner(n, max(1, min(freq, n)), self.desc, self.kwargs)
+
+    def __repr__(self) -> str:
+        return f"ProgressBar(freq={self.freq}, count={self.count}, desc={self.desc!r})"
+
+
+class ProgressRunner:
+    """The bar of one loop: ``runner(steps_done, carry, y)`` is called in the traced step."""
+
+    def __init__(self, n: int, freq: int, desc: Optional[Desc], kwargs: dict):
+        self.n = n
+        self.freq = freq
+        self.desc = desc
+        self.kwargs = kwargs
+        self.bar = None
+
+    def __call__(self, done, carry: Any = None, y: Any = None) -> None:
+        """Move the bar after a step; ``done`` counts the steps finished (traced int)."""
+        data: Dict[str, Any] = {}
+        if isinstance(self.desc, (tuple, list)):
+            data = self.desc[1]({"i": done - 1, "carry": carry, "y": y})
+            if not isinstance(data, dict):
+                raise TypeError(f"ProgressBar: the desc function must return a dict, got "
+                                f"{type(data).__name__}.")
+        show = (done == 1) | (done % self.freq == 0) | (done == self.n)
+        jax.lax.cond(show, lambda d, x: jax.debug.callback(self.update, d, x, ordered=True),
+                     lambda d, x: None, jnp.asarray(done, jnp.int32), data)
+
+    def update(self, done, data: Optional[dict] = None) -> None:
+        """Host side: show ``done`` steps finished."""
+        done = int(done)
+        if self.bar is None or done <= self.bar.n:  # first update of a run
+            self.close()
+            self.bar = _tqdm()(total=self.n, **self.kwargs)
+            if isinstance(self.desc, str):
+                self.bar.set_description(self.desc, refresh=False)
+            elif self.desc is None:
+                self.bar.set_description(f"Running for {self.n:,} steps", refresh=False)
+        if isinstance(self.desc, (tuple, list)):
+            self.bar.set_description(self.desc[0].format(**(data or {})), refresh=False)
+        self.bar.update(done - self.bar.n)
+        if done >= self.n:
+            self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def as_progress_bar(pbar: Any) -> Tuple[Optional[ProgressBar], Hashable]:
+    """``(bar, cache_key)`` for a loop's ``pbar`` argument (None, bool, int or ProgressBar)."""
+    if pbar is None or pbar is False:
+        return None, None
+    if pbar is True:
+        return ProgressBar(), ("default",)
+    if isinstance(pbar, int):
+        return ProgressBar(freq=pbar), ("freq", pbar)
+    if isinstance(pbar, ProgressBar):
+        return pbar, pbar
+    raise TypeError(f"pbar must be None, a bool, an int (the update frequency) or a "
+                    f"ProgressBar, got {pbar!r}.")
