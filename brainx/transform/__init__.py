@@ -7,13 +7,10 @@ from brainx.transform.checkpoint import CheckpointedFunction, checkpoint, remat
 from brainx.transform.conditions import cond, ifelse, switch
 from brainx.transform.inspect import eval_shape, make_jaxpr
 from brainx.transform.jit import JittedFunction, jit
-<<<<<<< HEAD
-from brainx.transform.residuals import print_saved_residuals, saved_residuals
-=======
 from brainx.transform.loop_cache import clear_loop_cache
 from brainx.transform.loops import bounded_while_loop, for_loop, scan, while_loop
 from brainx.transform.progress_bar import ProgressBar
->>>>>>> loops
+from brainx.transform.residuals import print_saved_residuals, saved_residuals
 from brainx.transform.stateful import (
     RetraceNeeded, StatefulFunction, StateSignature, read_state_values, write_state_values,
 )
@@ -22,11 +19,7 @@ __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded", "read_state_values",
     "write_state_values", "make_jaxpr", "eval_shape", "jit", "JittedFunction", "checkpoint",
     "remat", "CheckpointedFunction", "grad", "vector_grad", "jacrev", "jacobian", "jacfwd",
-<<<<<<< HEAD
     "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals",
-=======
-    "hessian", "GradientTransform",
     "cond", "switch", "ifelse", "scan", "for_loop", "while_loop", "bounded_while_loop",
     "ProgressBar", "clear_loop_cache",
->>>>>>> loops
 ]

@@ -63,11 +63,8 @@ class GradientTransform:
         self._single_arg = isinstance(argnums, int)
         self._argnums: Tuple[int, ...] = (
             () if argnums is None else (argnums,) if isinstance(argnums, int) else tuple(argnums))
-<<<<<<< HEAD
-=======
         # updated=(): copying fun.__dict__ would overwrite our attributes when fun is
         # itself a transform (jit(grad(f)) would call f instead of grad(f)).
->>>>>>> loops
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
