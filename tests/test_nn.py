@@ -354,3 +354,28 @@ def test_core_transform_of_transform_keeps_its_own_function():
     np.testing.assert_array_equal(brainx.transform.checkpoint(g)(x), x)
     np.testing.assert_array_equal(
         brainx.transform.grad(brainx.transform.jit(loss), grad_states=w)(x), x)
+
+
+def test_lif_in_checkpointed_for_loop_matches_plain_jax():
+    # also a regression test for discovery of a loop step called with abstract slices
+    w0 = jnp.linspace(0.5, 1.5, 5)
+    lif = nn.init_all_states(nn.LIF(5, tau=4.0 * u.ms, spk_fun=sg.Sigmoid(4.0)))
+    w = ParamState(w0)
+
+    @brainx.transform.checkpoint
+    def step(x):
+        return lif(w.value * x * u.mA), lif.V.value
+
+    def loss(xs):
+        nn.reset_all_states(lif)
+        spikes, V = brainx.transform.for_loop(step, xs)
+        return spikes.sum(), (spikes, V)
+
+    g, (spikes, V) = brainx.transform.jit(
+        brainx.transform.grad(loss, grad_states=w, has_aux=True))(X_SEQ)
+    ref_spikes, ref_V = lif_reference(X_SEQ * w0, tau=4.0)
+    assert V.unit == u.mV and V.shape == (40, 5)
+    np.testing.assert_array_equal(spikes, ref_spikes)
+    np.testing.assert_allclose(V.to_decimal(u.mV), ref_V, rtol=1e-5, atol=1e-5)
+    ref_g = jax.grad(lambda wv: lif_reference(X_SEQ * wv, tau=4.0)[0].sum())(w0)
+    np.testing.assert_allclose(g, ref_g, rtol=1e-4, atol=1e-6)
