@@ -86,6 +86,13 @@ class Initializer:
         return f"{type(self).__name__}({fields})"
 
 
+def _full(value, shape, dtype):
+    # An explicit dtype: a Python scalar would give a weak-typed array, and the first
+    # strongly-typed write to the state would then make every jitted step recompile.
+    value = jnp.asarray(value, dtype)
+    return jnp.full(shape, value, dtype=value.dtype)
+
+
 class Constant(Initializer):
     """Every element equal to ``value`` (a number, array or Quantity, broadcast to ``shape``)."""
 
@@ -97,9 +104,8 @@ class Constant(Initializer):
         shape = to_size(shape)
         value = self.value
         if isinstance(value, u.Quantity):
-            return u.Quantity(jnp.broadcast_to(jnp.asarray(value.mantissa, self.dtype), shape),
-                              unit=value.unit)
-        return jnp.broadcast_to(jnp.asarray(value, self.dtype), shape)
+            return u.Quantity(_full(value.mantissa, shape, self.dtype), unit=value.unit)
+        return _full(value, shape, self.dtype)
 
 
 class ZeroInit(Constant):
