@@ -21,7 +21,7 @@ class Linear(Module):
     ``self.weight``, whose value is a dict ``{"weight": W, "bias": b}`` (no
     ``"bias"`` when ``b_init`` is ``None``). Give ``w_init`` / ``b_init`` a
     ``unit`` to make the output a quantity (``KaimingNormal(unit=u.mA)``: spikes
-    in, currents out).
+    in, currents out); the default zero bias then takes the weight's unit.
 
     Parameters
     ----------
@@ -52,7 +52,11 @@ class Linear(Module):
             raise ValueError("Linear needs a w_init (an initialiser or an array).")
         weights = {"weight": _init(w_init, shape, "weight")}
         if b_init is not None:
-            weights["bias"] = _init(b_init, (self.out_size[-1],), "bias")
+            bias = _init(b_init, (self.out_size[-1],), "bias")
+            W = weights["weight"]
+            if isinstance(b_init, ZeroInit) and b_init.unit is None and isinstance(W, u.Quantity):
+                bias = u.Quantity(bias, unit=W.unit)   # a zero bias takes the weight's unit
+            weights["bias"] = bias
         self.w_mask = None if w_mask is None else jnp.asarray(w_mask)
         if self.w_mask is not None:
             jnp.broadcast_shapes(self.w_mask.shape, shape)
