@@ -196,7 +196,7 @@ class XavierNormal(_VarianceScaling):
 
 
 def param(init: Callable | Any, sizes: int | Sequence[int], batch_size: Optional[int] = None,
-          allow_none: bool = True, key: Optional[jax.Array] = None):
+          allow_none: bool = True, key: Optional[jax.Array] = None, broadcast: bool = False):
     """An array for a parameter or a state, from an initialiser or a value.
 
     Parameters
@@ -204,12 +204,15 @@ def param(init: Callable | Any, sizes: int | Sequence[int], batch_size: Optional
     init : callable or array-like or Quantity
         An initialiser ``init(shape)`` is called with ``(batch_size, *sizes)``
         (or ``sizes``). A value is checked to broadcast to ``sizes`` and, when
-        ``batch_size`` is given, broadcast to the full shape; without a batch
-        size a value is returned unchanged (a scalar ``tau`` stays a scalar).
+        ``batch_size`` is given (or ``broadcast``), broadcast to the full
+        shape; otherwise a value is returned unchanged (a scalar ``tau``
+        stays a scalar).
     sizes : int or sequence of int
         The shape of one sample.
     batch_size : int, optional
         A leading batch dimension.
+    broadcast : bool
+        Always give a value the full shape (what a state's initial value needs).
     """
     sizes = to_size(sizes)
     shape = sizes if batch_size is None else (int(batch_size),) + sizes
@@ -231,6 +234,6 @@ def param(init: Callable | Any, sizes: int | Sequence[int], batch_size: Optional
         full = None
     if full != sizes:
         raise ValueError(f"A value of shape {value_shape} does not broadcast to the size {sizes}.")
-    if batch_size is None:
+    if batch_size is None and not broadcast:
         return init
     return Constant(init)(shape)

@@ -134,19 +134,19 @@ class LIF(Neuron):
         self.V_initializer = V_initializer
 
     def init_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
-        self.V = HiddenState(param(self.V_initializer, self.varshape, batch_size))
+        self.V = HiddenState(param(self.V_initializer, self.varshape, batch_size, broadcast=True))
         if self.tau_ref is not None:
             self.t_ref = ShortTermState(self._no_refractory(batch_size))
 
     def reset_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
         self._require("V")
-        self.V.value = param(self.V_initializer, self.varshape, batch_size)
+        self.V.value = param(self.V_initializer, self.varshape, batch_size, broadcast=True)
         if self.tau_ref is not None:
             self._require("t_ref")
             self.t_ref.value = self._no_refractory(batch_size)
 
     def _no_refractory(self, batch_size):
-        return param(Constant(0.0 * self.tau_ref), self.varshape, batch_size)
+        return param(Constant(0.0 * self.tau_ref), self.varshape, batch_size, broadcast=True)
 
     def get_spike(self, V=None):
         """The spikes of potential ``V`` (default: the current one)."""
@@ -238,13 +238,13 @@ class ALIF(Neuron):
         self.a_initializer = a_initializer
 
     def init_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
-        self.V = HiddenState(param(self.V_initializer, self.varshape, batch_size))
-        self.a = HiddenState(param(self.a_initializer, self.varshape, batch_size))
+        self.V = HiddenState(param(self.V_initializer, self.varshape, batch_size, broadcast=True))
+        self.a = HiddenState(param(self.a_initializer, self.varshape, batch_size, broadcast=True))
 
     def reset_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
         self._require("V", "a")
-        self.V.value = param(self.V_initializer, self.varshape, batch_size)
-        self.a.value = param(self.a_initializer, self.varshape, batch_size)
+        self.V.value = param(self.V_initializer, self.varshape, batch_size, broadcast=True)
+        self.a.value = param(self.a_initializer, self.varshape, batch_size, broadcast=True)
 
     def get_spike(self, V=None, a=None):
         """The spikes of potential ``V`` with adaptation ``a`` (default: the current ones)."""

@@ -53,13 +53,13 @@ class Expon(Module):
         return self.in_size
 
     def init_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
-        self.g = HiddenState(param(self.g_initializer, self.varshape, batch_size))
+        self.g = HiddenState(param(self.g_initializer, self.varshape, batch_size, broadcast=True))
 
     def reset_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
         if not hasattr(self, "g"):
             raise RuntimeError(f"{self!r} has no state g: call init_state() (or "
                                "brainx.nn.init_all_states(model)) first.")
-        self.g.value = param(self.g_initializer, self.varshape, batch_size)
+        self.g.value = param(self.g_initializer, self.varshape, batch_size, broadcast=True)
 
     def update(self, x=None):
         """Decay ``g`` by one step, add ``x`` (if given), and return ``g``."""
