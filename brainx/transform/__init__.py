@@ -6,6 +6,7 @@ from brainx.transform.autodiff import (
 from brainx.transform.checkpoint import CheckpointedFunction, checkpoint, remat
 from brainx.transform.inspect import eval_shape, make_jaxpr
 from brainx.transform.jit import JittedFunction, jit
+from brainx.transform.products import jvp, vjp
 from brainx.transform.stateful import (
     RetraceNeeded, StatefulFunction, StateSignature, read_state_values, write_state_values,
 )
@@ -14,5 +15,5 @@ __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded", "read_state_values",
     "write_state_values", "make_jaxpr", "eval_shape", "jit", "JittedFunction", "checkpoint",
     "remat", "CheckpointedFunction", "grad", "vector_grad", "jacrev", "jacobian", "jacfwd",
-    "hessian", "GradientTransform",
+    "hessian", "GradientTransform", "vjp", "jvp",
 ]
