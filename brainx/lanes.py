@@ -77,6 +77,6 @@ def is_batched_along(value: Any, trace: Any) -> bool:
 
     for leaf in jax.tree.leaves(value):
         if (isinstance(leaf, _batching.BatchTracer) and leaf._trace.tag is trace.tag
-                and leaf.batch_dim is not _batching.not_mapped):
+                and leaf.batch_dim is not None):
             return True
     return False

@@ -6,6 +6,8 @@ from brainx.transform.autodiff import (
 from brainx.transform.checkpoint import CheckpointedFunction, checkpoint, remat
 from brainx.transform.inspect import eval_shape, make_jaxpr
 from brainx.transform.jit import JittedFunction, jit
+from brainx.transform.mapping import VmappedFunction, map, vmap
+from brainx.transform.new_states import vmap_new_states
 from brainx.transform.products import jvp, vjp
 from brainx.transform.stateful import (
     RetraceNeeded, StatefulFunction, StateSignature, read_state_values, write_state_values,
@@ -15,5 +17,6 @@ __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded", "read_state_values",
     "write_state_values", "make_jaxpr", "eval_shape", "jit", "JittedFunction", "checkpoint",
     "remat", "CheckpointedFunction", "grad", "vector_grad", "jacrev", "jacobian", "jacfwd",
-    "hessian", "GradientTransform", "vjp", "jvp",
+    "hessian", "GradientTransform", "vjp", "jvp", "vmap", "vmap_new_states", "map",
+    "VmappedFunction",
 ]
