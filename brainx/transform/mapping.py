@@ -123,13 +123,13 @@ class VmappedFunction:
                         axis_size=self.axis_size, spmd_axis_name=self.spmd_axis_name)
 
     def __call__(self, *args, **kwargs):
-        return self.stateful.call(self._run, args, kwargs)
+        size = self._axis_size(args, kwargs)
+        return self.stateful.call(lambda *a: self._run(size, *a), args, kwargs)
 
-    def _run(self, sig: StateSignature, key, args: tuple, kwargs: dict):
+    def _run(self, size: Optional[int], sig: StateSignature, key, args: tuple, kwargs: dict):
         states = sig.states
         values = read_state_values(states)
         axes: List[Optional[int]] = [self.in_state_axes.get(s) for s in states]
-        size = self._axis_size(args, kwargs, states, values, axes)
         # Undeclared random states: one key per lane in, a fresh key out.
         fresh: Dict[State, Any] = {}
         for i, s in enumerate(states):
@@ -168,7 +168,7 @@ class VmappedFunction:
         write_state_values(targets, list(new_values) + list(fresh.values()))
         return out
 
-    def _axis_size(self, args, kwargs, states, values, axes) -> Optional[int]:
+    def _axis_size(self, args, kwargs) -> Optional[int]:
         """The number of lanes, checked across arguments and batched states (``None``: unknown)."""
         sizes: Dict[int, str] = {}
 
@@ -181,8 +181,8 @@ class VmappedFunction:
                                  f"no axis {axis} to map over.")
             sizes.setdefault(shape[axis], where)
 
-        for s, v, axis in zip(states, values, axes):
-            for leaf in jax.tree.leaves(v):
+        for s, axis in self.in_state_axes.items():
+            for leaf in jax.tree.leaves(s._value):
                 note(leaf, axis, repr(s))
         in_axes = self.in_axes
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
