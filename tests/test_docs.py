@@ -1,11 +1,12 @@
-"""Every ```python block in docs/*.md runs, in order, one namespace per file."""
+"""Every ```python block in docs/*.md and README.md runs, in order, one namespace per file."""
 
 import pathlib
 import re
 
 import pytest
 
-DOCS = sorted((pathlib.Path(__file__).parent.parent / "docs").glob("*.md"))
+ROOT = pathlib.Path(__file__).parent.parent
+DOCS = sorted(ROOT.glob("docs/*.md")) + [ROOT / "README.md"]
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 

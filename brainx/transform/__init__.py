@@ -9,6 +9,7 @@ from brainx.transform.jit import JittedFunction, jit
 from brainx.transform.mapping import VmappedFunction, map, vmap
 from brainx.transform.new_states import vmap_new_states
 from brainx.transform.products import jvp, vjp
+from brainx.transform.residuals import print_saved_residuals, saved_residuals
 from brainx.transform.stateful import (
     RetraceNeeded, StatefulFunction, StateSignature, read_state_values, write_state_values,
 )
@@ -17,6 +18,6 @@ __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded", "read_state_values",
     "write_state_values", "make_jaxpr", "eval_shape", "jit", "JittedFunction", "checkpoint",
     "remat", "CheckpointedFunction", "grad", "vector_grad", "jacrev", "jacobian", "jacfwd",
-    "hessian", "GradientTransform", "vjp", "jvp", "vmap", "vmap_new_states", "map",
-    "VmappedFunction",
+    "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals", "vjp", "jvp",
+    "vmap", "vmap_new_states", "map", "VmappedFunction",
 ]

@@ -175,7 +175,7 @@ class GradientTransform(StateDifferentiation):
         self._second_order = second_order
         self._transform = transform
         self._transform_kwargs = transform_kwargs
-        functools.update_wrapper(self, fun, updated=())  # not fun.__dict__: a transform's own
+        functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
         return self.stateful.call(self._run, args, kwargs)

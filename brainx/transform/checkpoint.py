@@ -25,7 +25,7 @@ class CheckpointedFunction:
         self._static_argnames = static_argnames
         self.stateful = StatefulFunction(fun, static_argnums, static_argnames,
                                          name=f"checkpoint({getattr(fun, '__name__', 'fun')})")
-        functools.update_wrapper(self, fun, updated=())  # not fun.__dict__: a transform's own
+        functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
         if jax.config.jax_disable_jit:

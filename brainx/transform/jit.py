@@ -44,7 +44,8 @@ class JittedFunction:
         self._donate = self._pure_donate_argnums(
             normalize_argnums(fun, donate_argnums, "donate_argnums"))
         self._entries: Dict[Hashable, _Entry] = {}
-        functools.update_wrapper(self, fun, updated=())  # not fun.__dict__: a transform's own
+        self._has_statics = bool(self.stateful.static_argnums or self.stateful.static_argnames)
+        functools.update_wrapper(self, fun, updated=())
 
     def _pure_donate_argnums(self, donate: Tuple[int, ...]) -> Tuple[int, ...]:
         statics = self.stateful.static_argnums
@@ -79,7 +80,10 @@ class JittedFunction:
     def __call__(self, *args, **kwargs):
         if jax.config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        key, dyn_args, dyn_kwargs = self.stateful.split_args(args, kwargs)
+        if self._has_statics:
+            key, dyn_args, dyn_kwargs = self.stateful.split_args(args, kwargs)
+        else:
+            key, dyn_args, dyn_kwargs = (), args, kwargs
         entry = self._entries.get(key)
         if entry is None or entry.sig.epoch != _EPOCH[0]:
             entry = self._entry(key, dyn_args, dyn_kwargs)
@@ -89,11 +93,14 @@ class JittedFunction:
             else:
                 values = [s._value for s in entry.sig.states]
             out, new_values = entry.jitted(values, *dyn_args, **dyn_kwargs)
-        except RetraceNeeded:
+        except RetraceNeeded as e:
+            if e.owner is not self.stateful:
+                raise
             entry = self._entry(key, dyn_args, dyn_kwargs, stale=True)
             values = read_state_values(entry.sig.states)
             out, new_values = entry.jitted(values, *dyn_args, **dyn_kwargs)
-        write_state_values(entry.write_states, new_values)
+        if new_values:
+            write_state_values(entry.write_states, new_values)
         return out
 
     def __get__(self, instance, owner=None):

@@ -116,7 +116,7 @@ class VmappedFunction:
                     f"vmap: {s!r} is batched along axis {axis} in in_states but along axis "
                     f"{self.out_state_axes[s]} in out_states; a state keeps its batch axis.")
         self.stateful = _LaneStatefulFunction(fun, self)
-        functools.update_wrapper(self, fun, updated=())  # not fun.__dict__: a transform's own
+        functools.update_wrapper(self, fun, updated=())
 
     def jax_vmap(self, f: Callable, in_axes: Any, out_axes: Any) -> Callable:
         return jax.vmap(f, in_axes=in_axes, out_axes=out_axes, axis_name=self.axis_name,

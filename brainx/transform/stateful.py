@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
+import numpy as np
 from jax.core import Tracer
 
 from brainx.errors import TracerLeakError
@@ -39,7 +40,17 @@ __all__ = [
 
 
 class RetraceNeeded(Exception):
-    """Raised while tracing ``pure`` when the function touched states its discovery missed."""
+    """Raised while tracing ``pure`` when the function touched states its discovery missed.
+
+    ``owner`` is the :class:`StatefulFunction` whose signature is stale; only
+    it handles the exception, so an inner transform's stale cache never makes
+    an outer one rediscover.
+    """
+
+    def __init__(self, owner: "StatefulFunction", states: Sequence[State]):
+        super().__init__(owner, states)
+        self.owner = owner
+        self.states = tuple(states)
 
 
 @dataclass(frozen=True)
@@ -100,12 +111,32 @@ def write_state_values(states: Sequence[State], values: Sequence[Any]) -> None:
             top.record_write(s)
             s._value = v
         return
-    if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(values)):
+    if _holds_tracer(values):
         for s, v in zip(states, values):
             check_no_tracer(s, v)
         raise TracerLeakError("a JAX tracer would be stored in a state")  # pragma: no cover
     for s, v in zip(states, values):
         s._value = v
+
+
+try:  # the concrete array type: one `type(v) is` check settles the common case
+    from jax._src.array import ArrayImpl as _ArrayImpl
+except ImportError:  # pragma: no cover - older or newer jax layouts
+    _ArrayImpl = None
+
+
+def _holds_tracer(values: Sequence[Any]) -> bool:
+    for v in values:
+        if type(v) is _ArrayImpl:
+            continue
+        if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(v)):
+            return True
+    return False
+
+
+def _is_array_like(x: Any) -> bool:
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, int, float, complex, bool)) or \
+        hasattr(x, "__jax_array__")
 
 
 def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> Tuple[int, ...]:
@@ -140,6 +171,28 @@ def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> T
                 raise ValueError(f"{what}={argnums}: index {i} is out of range for "
                                  f"{_name(fun)}, which takes {n} positional arguments.")
     return tuple(sorted(set(argnums)))
+
+
+def _infer_static(fun: Callable, argnums: Tuple[int, ...], argnames: Tuple[str, ...]):
+    """Complete each list from the other through ``fun``'s signature, as ``jax.jit`` does.
+
+    So a static argument may be passed by position or by keyword.
+    """
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return argnums, argnames
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = list(argnames)
+    for i in argnums:
+        if i < len(positional) and positional[i].kind is positional[i].POSITIONAL_OR_KEYWORD:
+            if positional[i].name not in names:
+                names.append(positional[i].name)
+    nums = set(argnums)
+    for i, p in enumerate(positional):
+        if p.name in argnames and p.kind is p.POSITIONAL_OR_KEYWORD:
+            nums.add(i)
+    return tuple(sorted(nums)), tuple(names)
 
 
 def _fixed_positional_count(fun: Callable) -> Optional[int]:
@@ -193,10 +246,12 @@ class StatefulFunction:
             raise TypeError(f"Expected a callable, got {fun!r}.")
         self.fun = fun
         self.name = name or _name(fun)
-        self.static_argnums = normalize_argnums(fun, static_argnums)
+        static_argnums = normalize_argnums(fun, static_argnums)
         if isinstance(static_argnames, str):
             static_argnames = (static_argnames,)
-        self.static_argnames = tuple(static_argnames or ())
+        self.static_argnums, self.static_argnames = _infer_static(
+            fun, static_argnums, tuple(static_argnames or ()))
+        self._has_names = _fixed_positional_count(fun) is not None
         self._cache: Dict[Hashable, StateSignature] = {}
 
     # -- arguments ---------------------------------------------------------
@@ -207,7 +262,7 @@ class StatefulFunction:
         static_pos = []
         dyn_args = []
         nums = self.static_argnums
-        if nums and nums[-1] >= len(args):
+        if nums and nums[-1] >= len(args) and not self._has_names:
             missing = [i for i in nums if i >= len(args)]
             raise ValueError(
                 f"{self.name} has static_argnums={nums} but was called with only {len(args)} "
@@ -259,13 +314,19 @@ class StatefulFunction:
         """Trace the function once, abstractly, and record the states it touches."""
         epoch = creation_epoch()
         scope = transform_scope(self.name)
+        # Only array-like leaves go through eval_shape; other Python objects (a
+        # module passed to a function that grad closes over, say) ride along.
+        leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
+        is_array = [_is_array_like(leaf) for leaf in leaves]
 
-        def traced(*dyn_args, **dyn_kwargs):
-            args, kwargs = self.merge_args(key, dyn_args, dyn_kwargs)
+        def traced(*arrays):
+            it = iter(arrays)
+            full = [next(it) if a else leaf for leaf, a in zip(leaves, is_array)]
+            args, kwargs = self.merge_args(key, *jax.tree.unflatten(tree, full))
             with scope:
                 return self.fun(*args, **kwargs)
 
-        jax.eval_shape(traced, *dyn_args, **dyn_kwargs)
+        jax.eval_shape(traced, *[leaf for leaf, a in zip(leaves, is_array) if a])
         states = scope.states
         sig = StateSignature(states=states,
                              written=tuple(scope.was_written(s) for s in states),
@@ -299,7 +360,7 @@ class StatefulFunction:
             unknown += [s for s in scope.get_write_states()
                         if s in sig.index and not sig.written[sig.index[s]]]
             if unknown:
-                raise RetraceNeeded(unknown)
+                raise RetraceNeeded(self, unknown)
             return out, new_values
 
         pure.__name__ = f"pure_{getattr(self.fun, '__name__', 'fun')}"
@@ -312,15 +373,19 @@ class StatefulFunction:
         sig = self.lookup(key, dyn_args, dyn_kwargs, check_epoch=check_epoch)
         try:
             return run(sig, key, dyn_args, dyn_kwargs)
-        except RetraceNeeded:
+        except RetraceNeeded as e:
+            if e.owner is not self:
+                raise
             sig = self.discover(key, dyn_args, dyn_kwargs)
-            try:
-                return run(sig, key, dyn_args, dyn_kwargs)
-            except RetraceNeeded as e:
-                raise RuntimeError(
-                    f"{self.name} touched different states on two traces with the same "
-                    f"arguments ({e.args[0]!r}). A function under a brainx transform must "
-                    "touch the same states every time it is traced.") from None
+        try:
+            return run(sig, key, dyn_args, dyn_kwargs)
+        except RetraceNeeded as e:
+            if e.owner is not self:
+                raise
+            raise RuntimeError(
+                f"{self.name} touched different states on two traces with the same "
+                f"arguments ({list(e.states)!r}). A function under a brainx transform must "
+                "touch the same states every time it is traced.") from None
 
     # -- inspection -----------------------------------------------------------
     def make_jaxpr(self, *args, **kwargs):
