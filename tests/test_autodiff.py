@@ -442,7 +442,7 @@ def test_jvp_has_aux_and_errors():
 
 
 def test_a_transform_of_a_transform_keeps_both():
-    """Core fix: update_wrapper used to copy the inner transform's attributes onto the outer."""
+    """The outer transform wraps the inner one (it does not take over its attributes)."""
     def f(x):
         return jnp.sin(x)
     ck = bt.checkpoint(f)
