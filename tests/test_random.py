@@ -240,3 +240,39 @@ def test_raw_jax_jit_over_a_sampler_is_a_tracer_leak():
     with pytest.raises(TracerLeakError):
         jax.jit(lambda: rng.normal())()
     same(rng.value, before)
+
+
+def test_nested_vmap_and_chunked_map_draw_distinct_numbers():
+    rng = br.RandomState(9)
+    inner = bt.vmap(lambda x: x + rng.normal())
+    grid = bt.vmap(lambda xs: inner(xs))(jnp.zeros((2, 3)))
+    assert len(set(np.asarray(grid).ravel().tolist())) == 6
+    key = rng.value
+    chunked = bt.map(lambda x: x + rng.normal(), jnp.zeros(7), batch_size=3)
+    assert len(set(np.asarray(chunked).tolist())) == 7
+    assert not (rng.value == key).all()
+
+
+def test_vmap_new_states_inside_jit_draws_new_weights_each_call():
+    rng = br.RandomState(2)
+
+    @bt.jit
+    def init_and_sum():
+        w = bt.vmap_new_states(lambda: brainx.ParamState(rng.normal(size=2)), axis_size=3)()
+        return w.value.sum(1)
+
+    a, b = init_and_sum(), init_and_sum()
+    assert a.shape == (3,) and not np.allclose(a, b)
+
+
+def test_a_batch_of_generators_declared_in_states():
+    br.seed(4)
+    rngs = bt.vmap_new_states(lambda: br.RandomState(), axis_size=3)()
+    assert rngs.value.shape == (3, 2)
+    keys = rngs.value
+    draw = bt.vmap(lambda: rngs.normal(), in_states=rngs)
+    out = draw()
+    want = jax.vmap(lambda k: jr.normal(draw_key(k)[1]))(keys)
+    same(out, want)
+    same(rngs.value, jax.vmap(lambda k: draw_key(k)[0])(keys))
+    assert len(set(np.asarray(out).tolist())) == 3
