@@ -276,3 +276,12 @@ def test_a_batch_of_generators_declared_in_states():
     same(out, want)
     same(rngs.value, jax.vmap(lambda k: draw_key(k)[0])(keys))
     assert len(set(np.asarray(out).tolist())) == 3
+
+
+def test_generator_in_out_states_forks_into_lanes():
+    rng = br.RandomState(12)
+    out = bt.vmap(lambda: rng.normal(), out_states=rng, axis_size=3)()
+    _, lanes = jr.split(jr.PRNGKey(12))
+    lane_keys = jr.split(lanes, 3)
+    same(out, jax.vmap(lambda k: jr.normal(draw_key(k)[1]))(lane_keys))
+    same(rng.value, jax.vmap(lambda k: draw_key(k)[0])(lane_keys))

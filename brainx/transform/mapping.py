@@ -130,16 +130,18 @@ class VmappedFunction:
         states = sig.states
         values = read_state_values(states)
         axes: List[Optional[int]] = [self.in_state_axes.get(s) for s in states]
-        # Undeclared random states: one key per lane in, a fresh key out.
+        # A random state without per-lane keys gets one key per lane; undeclared, it
+        # then gets a fresh key, declared in out_states it keeps the lanes' keys.
         fresh: Dict[State, Any] = {}
         for i, s in enumerate(states):
-            if (isinstance(s, RandomState) and sig.written[i] and s not in self.in_state_axes
-                    and s not in self.out_state_axes):
+            if isinstance(s, RandomState) and sig.written[i] and s not in self.in_state_axes:
                 if size is None:
                     raise ValueError(f"{self.stateful.name} draws from {s!r} but the number of "
                                      "lanes is unknown (nothing is batched): pass axis_size.")
-                fresh[s], lane_keys = jr.split(values[i])
+                next_key, lane_keys = jr.split(values[i])
                 values[i], axes[i] = jr.split(lane_keys, size), 0
+                if s not in self.out_state_axes:
+                    fresh[s] = next_key
         written = sig.write_states
         kept = [s not in fresh for s in written]
         out_axes = [self.out_state_axes.get(s) for s, k in zip(written, kept) if k]
@@ -243,8 +245,10 @@ def vmap(fn: Optional[Callable] = None, *, in_axes: Any = 0, out_axes: Any = 0,
 
     Every other state is shared by all lanes. Writing it with a per-lane value
     raises :class:`~brainx.errors.BatchAxisError` naming it; nothing is
-    written then. An undeclared :class:`~brainx.random.RandomState` gives each
-    lane its own key (split from its key, which then advances once).
+    written then. A :class:`~brainx.random.RandomState` the function draws
+    from gives each lane its own key, split from its key: undeclared, it then
+    advances once; in ``out_states``, it keeps the lanes' keys (a batch of
+    generators); in ``in_states``, it already holds one key per lane.
 
     Examples
     --------
