@@ -245,10 +245,10 @@ def test_raw_jax_jit_over_a_sampler_is_a_tracer_leak():
 def test_nested_vmap_and_chunked_map_draw_distinct_numbers():
     rng = br.RandomState(9)
     inner = bt.vmap(lambda x: x + rng.normal())
-    grid = bt.vmap(lambda xs: inner(xs))(jnp.zeros((2, 3)))
+    grid = bt.jit(bt.vmap(lambda xs: inner(xs)))(jnp.zeros((2, 3)))
     assert len(set(np.asarray(grid).ravel().tolist())) == 6
     key = rng.value
-    chunked = bt.map(lambda x: x + rng.normal(), jnp.zeros(7), batch_size=3)
+    chunked = bt.jit(lambda: bt.map(lambda x: x + rng.normal(), jnp.zeros(7), batch_size=3))()
     assert len(set(np.asarray(chunked).tolist())) == 7
     assert not (rng.value == key).all()
 
