@@ -15,11 +15,12 @@ from typing import Any, Optional, Sequence
 import jax
 import numpy as np
 from jax._src import core
+from jax._src.lax.lax import _convert_element_type
 
 from brainx.errors import StateTypeError
 from brainx.state.state import State
 
-__all__ = ["check_state_types", "describe_type", "same_type"]
+__all__ = ["check_state_types", "describe_type", "same_type", "keep_weak_types"]
 
 
 def _leaf_type(x: Any) -> Optional[core.AbstractValue]:
@@ -130,3 +131,28 @@ def check_state_types(states: Sequence[State], old_values: Sequence[Any],
                 "from one step to the next (or returned by every branch). Cast or reshape "
                 "the new value, or give the state its final type before the loop. No state "
                 "was changed.")
+
+
+def keep_weak_types(old_values: Sequence[Any], new_values: Sequence[Any]) -> list:
+    """``new_values``, weakly typed wherever the old value was and the type is otherwise equal.
+
+    A state that starts as a Python scalar is weakly typed; a loop carry or a
+    ``cond`` output would make it strongly typed, so a compiled loop would see
+    a new input type on its second call and compile again. Keeping the weak
+    flag keeps the state's type exactly as it was. Call while tracing.
+    """
+    def fix(old, new):
+        ta, tb = _leaf_type(old), _leaf_type(new)
+        if (ta is not None and tb is not None and getattr(ta, "weak_type", False)
+                and not getattr(tb, "weak_type", False) and core.typematch(ta, tb)):
+            return _convert_element_type(new, tb.dtype, weak_type=True)
+        return new
+
+    result = []
+    for old, new in zip(old_values, new_values):
+        old_leaves, old_tree = jax.tree.flatten(old)
+        new_leaves, new_tree = jax.tree.flatten(new)
+        if old_tree == new_tree:
+            new = jax.tree.unflatten(new_tree, [fix(a, b) for a, b in zip(old_leaves, new_leaves)])
+        result.append(new)
+    return result

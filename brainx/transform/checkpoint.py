@@ -25,8 +25,6 @@ class CheckpointedFunction:
         self._static_argnames = static_argnames
         self.stateful = StatefulFunction(fun, static_argnums, static_argnames,
                                          name=f"checkpoint({getattr(fun, '__name__', 'fun')})")
-        # updated=(): copying fun.__dict__ would overwrite our attributes when fun is
-        # itself a transform (jit(grad(f)) would call f instead of grad(f)).
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):

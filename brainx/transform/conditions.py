@@ -10,6 +10,10 @@ written states get the chosen branch's values.
 A branch that changes a state's shape, dtype or tree structure raises
 :class:`~brainx.StateTypeError` naming the state, before JAX compares the
 branch outputs, and leaves every state as it was.
+
+Called outside every brainx transform, ``cond`` and ``switch`` compile once
+per set of branch functions (as ``jax.lax.cond`` caches its trace per
+function); see :mod:`brainx.transform.loop_cache`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import core
 
+from brainx.state.trace import _THREAD
+from brainx.transform.carry_check import keep_weak_types
+from brainx.transform.loop_cache import compile_once
 from brainx.transform.state_union import StateUnion, UnionSignature
 from brainx.transform.stateful import read_state_values, write_state_values
 
@@ -46,21 +53,35 @@ def _as_predicate(pred: Any, what: str = "cond"):
     raise TypeError(f"{what}: the predicate must be a boolean or a number, got dtype {dtype}.")
 
 
-def _run_branches(kind: str, names: Sequence[str], index, branches: Sequence[Callable],
-                  operands: tuple, use_cond: bool):
-    union = StateUnion(branches, [f"{n} of {kind}" for n in names])
+class _Branches:
+    """Branches run by ``jax.lax.cond`` / ``switch``, as a function of ``(index, *operands)``."""
 
-    def run(sig: UnionSignature):
+    def __init__(self, kind: str, names: Sequence[str], branches: Sequence[Callable]):
+        self.kind, self.names = kind, list(names)
+        self.union = StateUnion(branches, [f"{n} of {kind}" for n in names])
+
+    def __call__(self, index, *operands):
+        return self.union.call(lambda sig: self._run(sig, index, operands), operands)
+
+    def _run(self, sig: UnionSignature, index, operands: tuple):
         values = read_state_values(sig.states)
-        pures = [sig.pure(i, check=f"the {names[i]} of {kind}") for i in range(len(branches))]
-        if use_cond:  # cond(pred, true_fun, false_fun): branches are (false, true)
+        pures = [sig.pure(i, check=f"the {n} of {self.kind}") for i, n in enumerate(self.names)]
+        if self.kind == "cond":  # cond(pred, true_fun, false_fun): branches are (false, true)
             out, new_values = jax.lax.cond(index, pures[1], pures[0], values, *operands)
         else:
             out, new_values = jax.lax.switch(index, pures, values, *operands)
-        write_state_values(sig.write_states, new_values)
+        write_state_values(sig.write_states, keep_weak_types(sig.split(values)[0], new_values))
         return out
 
-    return union.call(run, operands)
+
+def _run_branches(kind: str, names: Sequence[str], index, branches: Sequence[Callable],
+                  operands: tuple):
+    if not _THREAD.frames:  # outside every transform: compile once per set of branches
+        run = compile_once(branches, (kind, len(branches)),
+                           lambda funs: _Branches(kind, names, funs))
+        if run is not None:
+            return run(index, *operands)
+    return _Branches(kind, names, branches)(index, *operands)
 
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands) -> Any:
@@ -102,7 +123,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands) -> Any:
     if jax.config.jax_disable_jit and core.is_concrete(pred):
         return true_fun(*operands) if pred else false_fun(*operands)
     return _run_branches("cond", ["false branch", "true branch"], pred, (false_fun, true_fun),
-                         operands, use_cond=True)
+                         operands)
 
 
 def switch(index: Any, branches: Sequence[Callable], *operands) -> Any:
@@ -154,7 +175,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands) -> Any:
     if jax.config.jax_disable_jit and core.is_concrete(index):
         return branches[int(index)](*operands)
     return _run_branches("switch", [f"branch {i}" for i in range(len(branches))], index,
-                         branches, operands, use_cond=False)
+                         branches, operands)
 
 
 def ifelse(conditions: Sequence[Any], branches: Sequence[Callable], *operands,

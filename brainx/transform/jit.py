@@ -45,8 +45,6 @@ class JittedFunction:
             normalize_argnums(fun, donate_argnums, "donate_argnums"))
         self._entries: Dict[Hashable, _Entry] = {}
         self._has_statics = bool(self.stateful.static_argnums or self.stateful.static_argnames)
-        # updated=(): copying fun.__dict__ would overwrite our attributes when fun is
-        # itself a transform (jit(grad(f)) would call f instead of grad(f)).
         functools.update_wrapper(self, fun, updated=())
 
     def _pure_donate_argnums(self, donate: Tuple[int, ...]) -> Tuple[int, ...]:

@@ -1,10 +1,10 @@
-"""Compile a loop once per function when it is called outside every transform.
+"""Compile a loop (or a branch) once per function when it is called outside every transform.
 
 ``jax.lax.scan`` called eagerly caches its trace per body function and
 compiles once. A stateful loop has to do more work (find the states, build a
 pure body), and done naively it retraces and recompiles on every call. Here,
-a loop called outside every brainx transform becomes a
-:class:`~brainx.transform.jit` of the whole loop, cached per
+a loop (or ``cond``/``switch``) called outside every brainx transform becomes
+a :class:`~brainx.transform.jit` of the whole loop, cached per
 ``(function(s), static configuration)``: the second call with the same shapes
 only reads the states, runs the compiled loop and writes the states back.
 
@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 from brainx.transform.jit import JittedFunction
 
-__all__ = ["cached_loop", "clear_loop_cache", "WeakFunction"]
+__all__ = ["compile_once", "clear_loop_cache", "loop_cache_size", "WeakFunction"]
 
 _MAX_ENTRIES = 512
 _CACHE: Dict[Hashable, Tuple[tuple, JittedFunction]] = {}
@@ -64,9 +64,9 @@ def _identity(fun: Callable) -> Tuple[Hashable, Any]:
     return id(fun), fun
 
 
-def cached_loop(funs: Sequence[Callable], config: Hashable,
+def compile_once(funs: Sequence[Callable], config: Hashable,
                 build: Callable[[Sequence[Callable]], Callable]) -> Optional[JittedFunction]:
-    """The compiled loop for ``funs`` and ``config``, built on first use.
+    """The compiled loop (or branch) for ``funs`` and ``config``, built on first use.
 
     ``build(weak_funs)`` returns the loop as a function of its dynamic
     arguments (traced with the states found by ``brainx.transform.jit``);
@@ -77,12 +77,12 @@ def cached_loop(funs: Sequence[Callable], config: Hashable,
     Examples
     --------
     >>> import jax.numpy as jnp
-    >>> from brainx.transform.loop_cache import cached_loop
+    >>> from brainx.transform.loop_cache import compile_once
     >>> def double(x):
     ...     return 2 * x
     >>> build = lambda funs: (lambda x: funs[0](x))
-    >>> loop = cached_loop([double], ("example",), build)
-    >>> loop is cached_loop([double], ("example",), build), float(loop(jnp.ones(())))
+    >>> loop = compile_once([double], ("example",), build)
+    >>> loop is compile_once([double], ("example",), build), float(loop(jnp.ones(())))
     (True, 2.0)
     """
     try:

@@ -21,13 +21,15 @@ calling it again with the same shapes does not retrace or recompile.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Optional, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
 
 from brainx.state.trace import _THREAD, StateTraceStack
-from brainx.transform.loop_cache import cached_loop
+from brainx.transform.carry_check import keep_weak_types
+from brainx.transform.loop_cache import compile_once
 from brainx.transform.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.state_union import StateUnion, UnionSignature
 from brainx.transform.stateful import read_state_values, write_state_values
@@ -50,7 +52,8 @@ def _check_callable(what: str, **funs) -> None:
             raise TypeError(f"{what}: {arg} must be callable, got {fun!r}.")
 
 
-def _infer_length(xs: Any, length: Optional[int], what: str) -> int:
+def infer_length(xs: Any, length: Optional[int], what: str) -> int:
+    """The number of steps of a loop over ``xs`` (checked against ``length`` if given)."""
     leaves = jax.tree.leaves(xs)
     sizes = []
     for leaf in leaves:
@@ -60,9 +63,7 @@ def _infer_length(xs: Any, length: Optional[int], what: str) -> int:
                              f"a scalar {leaf!r}.")
         sizes.append(shape[0])
     if length is not None:
-        if isinstance(length, bool) or int(length) != length or length < 0:
-            raise ValueError(f"{what}: length must be a non-negative int, got {length!r}.")
-        length = int(length)
+        length = _non_negative_int(length, "length", what)
         if any(s != length for s in sizes):
             raise ValueError(f"{what}: length={length} disagrees with the leading axis sizes "
                              f"{sizes} of xs.")
@@ -74,7 +75,19 @@ def _infer_length(xs: Any, length: Optional[int], what: str) -> int:
     return sizes[0]
 
 
-def _slice_type(xs: Any) -> Any:
+def _non_negative_int(value: Any, name: str, what: str) -> int:
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{what}: {name} must be a non-negative int, got {value!r}.") from None
+    if value < 0:
+        raise ValueError(f"{what}: {name} must be a non-negative int, got {value!r}.")
+    return value
+
+
+def step_slice_type(xs: Any) -> Any:
     """The abstract type of one step's slice of ``xs``."""
     def one(x):
         aval = jax.typeof(x)
@@ -107,7 +120,7 @@ class _Scan:
         self.runner = bar.init(length) if bar is not None else None
 
     def __call__(self, init, xs):
-        return self.union.call(lambda sig: self._run(sig, init, xs), (init, _slice_type(xs)))
+        return self.union.call(lambda sig: self._run(sig, init, xs), (init, step_slice_type(xs)))
 
     def _run(self, sig: UnionSignature, init, xs):
         values = read_state_values(sig.states)
@@ -128,7 +141,7 @@ class _Scan:
         init_carry = (written, init) if runner is None else (written, init, jnp.int32(0))
         final, ys = jax.lax.scan(body, init_carry, xs, length=self.length,
                                  reverse=self.reverse, unroll=self.unroll)
-        write_state_values(sig.write_states, final[0])
+        write_state_values(sig.write_states, keep_weak_types(written, final[0]))
         return final[1], ys
 
 
@@ -157,12 +170,14 @@ def _python_scan(kind: str, f: Callable, init, xs, length: int, reverse: bool,
 
 def _run_scan(kind: str, f: Callable, init, xs, length: Optional[int], reverse: bool, unroll,
               pbar) -> Tuple[Any, Any]:
-    length = _infer_length(xs, length, kind)
+    length = infer_length(xs, length, kind)
+    if isinstance(unroll, bool):  # as jax.lax.scan reads it; also keeps True and 1 apart in keys
+        unroll = max(length, 1) if unroll else 1
     bar, bar_key = as_progress_bar(pbar)
     if jax.config.jax_disable_jit:
         return _python_scan(kind, f, init, xs, length, reverse, bar)
     if not _THREAD.frames:
-        loop = cached_loop([f], (kind, length, bool(reverse), unroll, bar_key),
+        loop = compile_once([f], (kind, length, bool(reverse), unroll, bar_key),
                            lambda funs: _Scan(kind, funs[0], length, reverse, unroll, bar))
         if loop is not None:
             return loop(init, xs)
@@ -303,7 +318,7 @@ class _While:
             def guarded(carry):
                 return jax.lax.cond(cond(carry), body, lambda c: c, carry)
             final = _guarded_steps(guarded, cond, (written, init_val), self.max_steps, self.base)
-        write_state_values(sig.write_states, final[0])
+        write_state_values(sig.write_states, keep_weak_types(written, final[0]))
         return final[1]
 
 
@@ -350,7 +365,7 @@ def _run_while(kind: str, cond_fun: Callable, body_fun: Callable, init_val,
     if jax.config.jax_disable_jit:
         return _python_while(kind, cond_fun, body_fun, init_val, max_steps)
     if not _THREAD.frames:
-        loop = cached_loop([cond_fun, body_fun], (kind, max_steps, base),
+        loop = compile_once([cond_fun, body_fun], (kind, max_steps, base),
                            lambda funs: _While(kind, funs[0], funs[1], max_steps, base))
         if loop is not None:
             return loop(init_val)
@@ -436,9 +451,7 @@ def bounded_while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T],
     >>> bool(jnp.allclose(g, 6 * 1.5 ** 5))
     True
     """
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0:
-        raise ValueError(f"bounded_while_loop: max_steps must be a non-negative int, "
-                         f"got {max_steps!r}.")
+    max_steps = _non_negative_int(max_steps, "max_steps", "bounded_while_loop")
     if base is not None and (isinstance(base, bool) or not isinstance(base, int) or base < 2):
         raise ValueError(f"bounded_while_loop: base must be an int >= 2, got {base!r}.")
     if max_steps == 0:

@@ -144,13 +144,16 @@ class StateUnion:
         sig = self.signature(all_args)
         try:
             return run(sig)
-        except RetraceNeeded:
+        except RetraceNeeded as e:
+            if not any(e.owner is sf for sf in self.functions):
+                raise  # an inner transform's stale cache: its owner handles it
             sig = self.signature(all_args, fresh=True)
-            try:
-                return run(sig)
-            except RetraceNeeded as e:
-                names = ", ".join(sf.name for sf in self.functions)
-                raise RuntimeError(
-                    f"{names} touched different states on two traces with the same arguments "
-                    f"({e.args[0]!r}). A function under a brainx transform must touch the same "
-                    "states every time it is traced.") from None
+        try:
+            return run(sig)
+        except RetraceNeeded as e:
+            if not any(e.owner is sf for sf in self.functions):
+                raise
+            raise RuntimeError(
+                f"{e.owner.name} touched different states on two traces with the same "
+                f"arguments ({list(e.states)!r}). A function under a brainx transform must "
+                "touch the same states every time it is traced.") from None

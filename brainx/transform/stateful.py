@@ -135,9 +135,10 @@ def _holds_tracer(values: Sequence[Any]) -> bool:
 
 
 def _is_array_like(x: Any) -> bool:
-    # ShapeDtypeStruct: loops discover their step with abstract slices of xs.
-    return isinstance(x, (jax.Array, jax.ShapeDtypeStruct, np.ndarray, np.generic, int, float,
-                          complex, bool)) or hasattr(x, "__jax_array__")
+    # ShapeDtypeStruct: an abstract argument (a loop discovers its step with the type of one
+    # slice of xs, which may have no slice at all).
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, int, float, complex, bool,
+                          jax.ShapeDtypeStruct)) or hasattr(x, "__jax_array__")
 
 
 def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> Tuple[int, ...]:
