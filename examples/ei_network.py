@@ -23,7 +23,6 @@ import numpy as np
 
 import brainx
 from brainx import nn
-from _rng import get_rng
 
 
 class EINet(nn.Module):
@@ -56,9 +55,9 @@ class EINet(nn.Module):
 
 def simulate(args):
     brainx.environ.set(dt=0.1 * u.ms)
-    nn.init.seed(args.seed)
-    rng = get_rng(args.seed)
-    net = nn.init_all_states(EINet(args.n_exc, args.n_inh, args.p, rng, seed=args.seed))
+    brainx.random.seed(args.seed)
+    net = nn.init_all_states(EINet(args.n_exc, args.n_inh, args.p, brainx.random,
+                                   seed=args.seed))
     n_steps = int(round(args.duration / 0.1))
 
     bar = brainx.transform.ProgressBar(count=20) if not args.quiet else None

@@ -132,7 +132,7 @@ def grad_memory_kib(net, xs, labels, base: int) -> dict:
 # -- training ------------------------------------------------------------------------------------
 def train(args):
     rng = np.random.RandomState(args.seed)
-    nn.init.seed(args.seed)
+    brainx.random.seed(args.seed)
     brainx.environ.set(dt=1.0 * u.ms)
     net = nn.init_all_states(RecurrentSNN(args.n_in, args.n_rec, args.n_classes),
                              batch_size=args.batch)

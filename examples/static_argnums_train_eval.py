@@ -5,8 +5,8 @@ evaluation it does neither. The flag is a Python ``bool`` passed through
 ``static_argnums``, so ``if training:`` is plain Python: each value of the flag
 gets its own trace (and, under ``jit``, its own compiled function), and the
 other branch does not exist in it. The noise comes from a key held in a state,
-so the checkpointed step recomputes exactly the same noise on the backward
-pass: its gradient equals the un-checkpointed one.
+(``brainx.random``), so the checkpointed step recomputes exactly the same
+noise on the backward pass: its gradient equals the un-checkpointed one.
 
 Run ``python examples/static_argnums_train_eval.py`` (about 15 s), ``--fast``
 for a smoke run.
@@ -24,7 +24,6 @@ import numpy as np
 
 import brainx
 from brainx import nn
-from _rng import get_rng, uses_brainx_random
 from snn_bptt import make_batch
 
 
@@ -61,10 +60,9 @@ def main(argv=None):
     iters = 4 if args.fast else args.iters
 
     brainx.environ.set(dt=1.0 * u.ms)
-    nn.init.seed(1)
-    rng = get_rng(1)
+    brainx.random.seed(1)              # weights and noise: brainx.random's key, a state
+    rng = brainx.random
     data = np.random.RandomState(1)
-    print(f"noise from {'brainx.random' if uses_brainx_random() else 'a key State (examples/_rng.py)'}")
     net = nn.init_all_states(NoisyNet(n_in, n_rec, n_classes, rng), batch_size=batch)
     params = net.states(brainx.ParamState)
 

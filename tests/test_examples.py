@@ -44,7 +44,7 @@ def test_snn_bptt_fast_trains_and_plots(tmp_path, capsys):
 def test_snn_bptt_loop_variants_give_the_same_gradient():
     ex = _load("snn_bptt")
     environ.set(dt=1.0 * u.ms)
-    nn.init.seed(3)
+    brainx.random.seed(3)
     net = nn.init_all_states(ex.RecurrentSNN(12, 8, 3), batch_size=4)
     xs, labels = ex.make_batch(np.random.RandomState(3), 4, 12, 12, 3)
     params = net.states(brainx.ParamState)

@@ -299,7 +299,8 @@ def test_units_survive_jit_grad_and_checkpoint():
     xs = jnp.asarray(np.random.RandomState(4).rand(6, 4, 3).astype(np.float32)) * 3
     grads, value = brainx.transform.jit(
         brainx.transform.grad(loss, grad_states=params, return_value=True))(xs)
-    assert grads["weight"]["weight"].unit == u.mA   # the param's structure, unit kept
+    assert set(grads["weight"]) == {"weight"}            # the param's structure
+    assert not isinstance(grads["weight"]["weight"], u.Quantity)  # plain unless unit_aware
     assert lif.V.value.unit == u.mV and lif.V.value.shape == (4, 2)
     assert np.isfinite(float(value))
 
@@ -313,7 +314,12 @@ def test_units_survive_jit_grad_and_checkpoint():
     g2 = plain(xs)
     nn.reset_all_states(lif, batch_size=4)
     g3 = jitted_again(xs)
-    np.testing.assert_allclose(g2["weight"]["weight"].mantissa, g3["weight"]["weight"].mantissa,
+    np.testing.assert_allclose(g2["weight"]["weight"], g3["weight"]["weight"],
+                               rtol=1e-5, atol=1e-7)
+    nn.reset_all_states(lif, batch_size=4)
+    g4 = brainx.transform.grad(loss, grad_states=params, unit_aware=True)(xs)
+    assert g4["weight"]["weight"].unit == u.mA ** -1   # unit(loss) / unit(W)
+    np.testing.assert_allclose(g4["weight"]["weight"].mantissa, g3["weight"]["weight"],
                                rtol=1e-5, atol=1e-7)
 
 
@@ -379,3 +385,11 @@ def test_lif_in_checkpointed_for_loop_matches_plain_jax():
     np.testing.assert_allclose(V.to_decimal(u.mV), ref_V, rtol=1e-5, atol=1e-5)
     ref_g = jax.grad(lambda wv: lif_reference(X_SEQ * wv, tau=4.0)[0].sum())(w0)
     np.testing.assert_allclose(g, ref_g, rtol=1e-4, atol=1e-6)
+
+
+def test_scalar_initial_values_get_the_population_shape():
+    syn = nn.init_all_states(nn.Expon(3, g_initializer=0.0 * u.mA))
+    assert syn.g.value.shape == (3,) and syn.g.value.unit == u.mA
+    lif = nn.init_all_states(nn.LIF((2, 2), V_initializer=-1.0 * u.mV), batch_size=5)
+    assert lif.V.value.shape == (5, 2, 2)
+    assert not lif.V.value.mantissa.weak_type      # no recompiles after the first write

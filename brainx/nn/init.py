@@ -4,9 +4,8 @@ An initialiser is a callable ``init(shape, key=None) -> array``. Pass one (or a
 plain value) wherever a layer asks for ``w_init``, ``V_initializer`` and the
 like; :func:`param` turns either into an array of the right shape.
 
-Random initialisers draw their key from ``brainx.random`` when that module is
-available, and otherwise from a private stream seeded by :func:`seed`; pass
-``key=`` for full control.
+Random initialisers draw their key from ``brainx.random`` (seed it with
+``brainx.random.seed`` or :func:`seed`); pass ``key=`` for full control.
 
 Examples
 --------
@@ -34,27 +33,15 @@ __all__ = [
     "KaimingUniform", "XavierNormal", "param", "seed", "to_size",
 ]
 
-_STREAM = {"key": None, "count": 0}
-
-
 def seed(value: int) -> None:
-    """Seed the fallback key stream used when ``brainx.random`` is not available."""
-    _STREAM["key"] = jax.random.key(value)
-    _STREAM["count"] = 0
+    """Seed the keys of random initialisers (``brainx.random.seed``)."""
+    from brainx import random as brainx_random
+    brainx_random.seed(value)
 
 
 def _next_key() -> jax.Array:
-    try:
-        from brainx import random as brainx_random  # provided by brainx.random when present
-        split_key = getattr(brainx_random, "split_key", None)
-    except ImportError:
-        split_key = None
-    if split_key is not None:
-        return split_key()
-    if _STREAM["key"] is None:
-        seed(0)
-    _STREAM["count"] += 1
-    return jax.random.fold_in(_STREAM["key"], _STREAM["count"])
+    from brainx import random as brainx_random  # imported late: brainx.random imports states
+    return brainx_random.split_key()
 
 
 def to_size(size: int | Sequence[int] | None) -> Tuple[int, ...]:
