@@ -4,6 +4,12 @@ from brainx.transform.autodiff import (
     GradientTransform, grad, hessian, jacfwd, jacobian, jacrev, vector_grad,
 )
 from brainx.transform.checkpoint import CheckpointedFunction, checkpoint, remat
+from brainx.transform.checkpoint_strategies import (
+    Binomial, CheckpointStrategy, Nested, NestedRemat, PerStepRemat,
+)
+from brainx.transform.checkpointed_loops import (
+    checkpointed_for_loop, checkpointed_scan, checkpointed_while_loop,
+)
 from brainx.transform.conditions import cond, ifelse, switch
 from brainx.transform.inspect import eval_shape, make_jaxpr
 from brainx.transform.jit import JittedFunction, jit
@@ -25,4 +31,6 @@ __all__ = [
     "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals", "vjp", "jvp",
     "cond", "switch", "ifelse", "scan", "for_loop", "while_loop", "bounded_while_loop",
     "ProgressBar", "clear_loop_cache", "vmap", "vmap_new_states", "map", "VmappedFunction",
+    "checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop",
+    "CheckpointStrategy", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
 ]
