@@ -11,14 +11,15 @@ What the example shows:
 
 * a model written with ``brainx.nn`` (``Linear``, ``LIF``, ``Expon``) whose
   parameters are found with ``net.states(brainx.ParamState)``;
-* the step under ``@brainx.transform.checkpoint`` and the time loop under a
-  checkpointed ``for_loop``, differentiated with ``brainx.transform.grad``
-  and compiled, with the Adam update, by one ``brainx.transform.jit``;
+* the step under ``@brainx.transform.checkpoint`` and the time loop under
+  ``brainx.transform.checkpointed_for_loop``, differentiated with
+  ``brainx.transform.grad`` and compiled, with the Adam update, by one
+  ``brainx.transform.jit``;
 * the gradient's XLA temporary memory with no remat, with a checkpointed
   step, and with a checkpointed loop;
 * a loss curve and a spike raster, saved with matplotlib.
 
-Run ``python examples/snn_bptt.py`` (about 30 s on 2 CPU cores), or with
+Run ``python examples/snn_bptt.py`` (about 20 s on 2 CPU cores), or with
 ``--fast`` for a few-second smoke run.
 """
 
@@ -72,27 +73,7 @@ class RecurrentSNN(nn.Module):
         return self.out(self.readout(spikes)), spikes
 
 
-# -- loops: three ways to keep (or not) the residuals of T steps ------------------------------------
-def checkpointed_loop(step, xs, base: int):
-    """``brainx.transform.checkpointed_for_loop`` when available, else the same idea by hand:
-    an outer loop over chunks of ``base`` steps whose body (an inner loop) is checkpointed,
-    so the backward pass keeps one carry per chunk and recomputes inside a chunk."""
-    builtin = getattr(brainx.transform, "checkpointed_for_loop", None)
-    if builtin is not None:
-        return builtin(step, xs, base=base)
-    T = xs.shape[0]
-    if T % base:
-        raise ValueError(f"T={T} must be a multiple of base={base}")
-    chunks = xs.reshape((T // base, base) + xs.shape[1:])
-
-    @brainx.transform.checkpoint
-    def chunk(xc):
-        return brainx.transform.for_loop(step, xc)
-
-    outs = brainx.transform.for_loop(chunk, chunks)
-    return jax.tree.map(lambda y: y.reshape((T,) + y.shape[2:]), outs)
-
-
+# -- the loss, with three ways to keep (or not) the residuals of T steps -------------------------
 def make_loss(net: RecurrentSNN, variant: str, base: int):
     """``loss(xs, labels) -> (loss, accuracy)`` with the time loop of ``variant``."""
     plain_step = net.update
@@ -103,7 +84,8 @@ def make_loss(net: RecurrentSNN, variant: str, base: int):
             return brainx.transform.for_loop(plain_step, xs)
         if variant == "step":
             return brainx.transform.for_loop(ckpt_step, xs)
-        return checkpointed_loop(ckpt_step, xs, base)
+        # nested loops: the outer one checkpoints chunks of `base` steps
+        return brainx.transform.checkpointed_for_loop(ckpt_step, xs, base=base)
 
     def loss(xs, labels):
         nn.reset_all_states(net, batch_size=xs.shape[1])   # a fresh trial, same states
