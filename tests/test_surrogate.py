@@ -160,3 +160,22 @@ def test_custom_surrogate_subclass():
     np.testing.assert_allclose(g, np.maximum(2 - 4 * np.abs(XS), 0), atol=1e-6)
     with pytest.raises(NotImplementedError, match="only a gradient"):
         Triangle().surrogate_fun(XS)
+
+
+def test_constructor_takes_params_by_position_or_name_with_defaults():
+    assert sg.ReluGrad(0.5).width == 1.0 and sg.ReluGrad(width=2.0).alpha == 0.3
+    assert sg.GaussianGrad(0.7, 0.4) == sg.GaussianGrad(alpha=0.4, sigma=0.7)
+    with pytest.raises(TypeError, match=r"Sigmoid\(alpha=4\.0\)"):
+        sg.Sigmoid(1.0, 2.0)
+    with pytest.raises(TypeError, match="beta"):
+        sg.Arctan(beta=1.0)
+
+    class Bump(sg.Surrogate):
+        _params = {"alpha": 2.0}
+
+        @staticmethod
+        def _grad(x, alpha):
+            return alpha * jnp.exp(-x * x)
+
+    assert repr(Bump()) == "Bump(alpha=2.0)"
+    np.testing.assert_allclose(jax.grad(Bump(3.0))(0.5), 3.0 * np.exp(-0.25), rtol=1e-6)

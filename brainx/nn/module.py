@@ -115,32 +115,12 @@ class Module:
             partitions the states, each going to the first filter it matches
             (``params, rest = net.states(ParamState, ...)``).
         """
-        found = [(path, obj) for path, obj in iter_tree(self) if isinstance(obj, State)]
-        if not filters:
-            return {".".join(path): state for path, state in found}
-        predicates = [to_predicate(f) for f in filters]
-        groups: list = [{} for _ in predicates]
-        for path, state in found:
-            for group, pred in zip(groups, predicates):
-                if pred(path, state):
-                    group[".".join(path)] = state
-                    break
-        return groups[0] if len(groups) == 1 else tuple(groups)
+        return _collect([(p, x) for p, x in iter_tree(self) if isinstance(x, State)], filters)
 
     def nodes(self, *filters: Filter) -> Dict[str, "Module"] | Tuple[Dict[str, "Module"], ...]:
         """The submodules (not this one), keyed by dotted path; filters as in :meth:`states`."""
-        found = [(path, obj) for path, obj in iter_tree(self)
-                 if isinstance(obj, Module) and path]
-        if not filters:
-            return {".".join(path): m for path, m in found}
-        predicates = [to_predicate(f) for f in filters]
-        groups: list = [{} for _ in predicates]
-        for path, m in found:
-            for group, pred in zip(groups, predicates):
-                if pred(path, m):
-                    group[".".join(path)] = m
-                    break
-        return groups[0] if len(groups) == 1 else tuple(groups)
+        return _collect([(p, x) for p, x in iter_tree(self) if isinstance(x, Module) and p],
+                        filters)
 
     def __repr__(self) -> str:
         fields = []
@@ -151,6 +131,20 @@ class Module:
         if self.out_size is not None and self.out_size != self.in_size:
             fields.append(f"out_size={self.out_size}")
         return f"{type(self).__name__}({', '.join(fields)})"
+
+
+def _collect(found: Sequence[Tuple[Path, Any]], filters: Sequence[Filter]):
+    """``{dotted path: obj}``, or one such dict per filter (each object to its first match)."""
+    if not filters:
+        return {".".join(path): obj for path, obj in found}
+    predicates = [to_predicate(f) for f in filters]
+    groups: list = [{} for _ in predicates]
+    for path, obj in found:
+        for group, pred in zip(groups, predicates):
+            if pred(path, obj):
+                group[".".join(path)] = obj
+                break
+    return groups[0] if len(groups) == 1 else tuple(groups)
 
 
 def _children(obj: Any) -> Iterator[Tuple[str, Any]]:

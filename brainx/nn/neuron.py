@@ -62,6 +62,11 @@ class Neuron(Module):
     def varshape(self):
         return self.in_size
 
+    def _set_params(self, **values) -> None:
+        """Each value (a number, array or Quantity) as an attribute, checked against the size."""
+        for key, value in values.items():
+            setattr(self, key, param(value, self.varshape))
+
     def _require(self, *names: str) -> None:
         missing = [n for n in names if not hasattr(self, n)]
         if missing:
@@ -125,12 +130,8 @@ class LIF(Neuron):
                  V_initializer=Constant(0.0 * u.mV), spk_fun: Callable = ReluGrad(),
                  spk_reset: str = "soft", name: Optional[str] = None):
         super().__init__(in_size, spk_fun=spk_fun, spk_reset=spk_reset, name=name)
-        self.R = param(R, self.varshape)
-        self.tau = param(tau, self.varshape)
-        self.V_th = param(V_th, self.varshape)
-        self.V_reset = param(V_reset, self.varshape)
-        self.V_rest = param(V_rest, self.varshape)
-        self.tau_ref = param(tau_ref, self.varshape)
+        self._set_params(R=R, tau=tau, V_th=V_th, V_reset=V_reset, V_rest=V_rest,
+                         tau_ref=tau_ref)
         self.V_initializer = V_initializer
 
     def init_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
@@ -227,13 +228,8 @@ class ALIF(Neuron):
                  V_initializer=Constant(0.0 * u.mV), a_initializer=Constant(0.0),
                  name: Optional[str] = None):
         super().__init__(in_size, spk_fun=spk_fun, spk_reset=spk_reset, name=name)
-        self.R = param(R, self.varshape)
-        self.tau = param(tau, self.varshape)
-        self.tau_a = param(tau_a, self.varshape)
-        self.V_th = param(V_th, self.varshape)
-        self.V_reset = param(V_reset, self.varshape)
-        self.V_rest = param(V_rest, self.varshape)
-        self.beta = param(beta, self.varshape)
+        self._set_params(R=R, tau=tau, tau_a=tau_a, V_th=V_th, V_reset=V_reset, V_rest=V_rest,
+                         beta=beta)
         self.V_initializer = V_initializer
         self.a_initializer = a_initializer
 

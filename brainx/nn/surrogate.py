@@ -29,6 +29,7 @@ True
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from typing import Any, Callable, Dict, Tuple
 
@@ -83,7 +84,8 @@ def heaviside(x: Any) -> jax.Array:
 class Surrogate:
     """Base class: a spike function whose gradient is :meth:`surrogate_grad`.
 
-    A subclass lists its parameter names in ``_params`` and implements
+    A subclass lists its parameters and their defaults in ``_params`` (the
+    constructor takes them, positionally or by name) and implements
     ``_grad(x, *params)`` (and optionally ``_fun(x, *params)``, the smooth
     function whose derivative the surrogate is), both as static methods so the
     same compiled rule serves every parameter value.
@@ -93,17 +95,32 @@ class Surrogate:
     >>> import jax, jax.numpy as jnp
     >>> from brainx.nn.surrogate import Surrogate
     >>> class Triangle(Surrogate):
-    ...     _params = ("alpha",)
-    ...     def __init__(self, alpha=1.0):
-    ...         self.alpha = alpha
+    ...     _params = {"alpha": 1.0}
     ...     @staticmethod
     ...     def _grad(x, alpha):
     ...         return jnp.maximum(alpha - alpha ** 2 * jnp.abs(x), 0.0)
-    >>> jax.grad(lambda x: Triangle(2.0)(x))(0.25).item()
-    1.0
+    >>> jax.grad(lambda x: Triangle(2.0)(x))(0.25).item(), Triangle()
+    (1.0, Triangle(alpha=1.0))
     """
 
-    _params: Tuple[str, ...] = ()
+    _params: Dict[str, Any] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not isinstance(cls._params, dict):  # names only: no defaults
+            cls._params = {name: inspect.Parameter.empty for name in cls._params}
+        cls.__signature__ = inspect.Signature([
+            inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+            for name, default in cls._params.items()])
+
+    def __init__(self, *args, **kwargs):
+        try:
+            bound = type(self).__signature__.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{type(self).__name__}{type(self).__signature__}: {e}") from None
+        bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            setattr(self, name, value)
 
     def __call__(self, x: Any) -> jax.Array:
         x = _as_float_array(x, type(self).__name__)
@@ -155,10 +172,7 @@ def _expit(x):
 class Sigmoid(Surrogate):
     r"""Sigmoid surrogate: :math:`g'(x) = \alpha\,\sigma(\alpha x)(1 - \sigma(\alpha x))`."""
 
-    _params = ("alpha",)
-
-    def __init__(self, alpha: float = 4.0):
-        self.alpha = alpha
+    _params = {"alpha": 4.0}
 
     @staticmethod
     def _fun(x, alpha):
@@ -173,10 +187,7 @@ class Sigmoid(Surrogate):
 class Arctan(Surrogate):
     r"""Arctan surrogate: :math:`g'(x) = \frac{\alpha}{2\,(1 + (\frac{\pi}{2}\alpha x)^2)}`."""
 
-    _params = ("alpha",)
-
-    def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
+    _params = {"alpha": 1.0}
 
     @staticmethod
     def _fun(x, alpha):
@@ -190,10 +201,7 @@ class Arctan(Surrogate):
 class PiecewiseQuadratic(Surrogate):
     r"""Triangle surrogate: :math:`g'(x) = \max(\alpha - \alpha^2 |x|, 0)`."""
 
-    _params = ("alpha",)
-
-    def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
+    _params = {"alpha": 1.0}
 
     @staticmethod
     def _fun(x, alpha):
@@ -208,10 +216,7 @@ class PiecewiseQuadratic(Surrogate):
 class PiecewiseExp(Surrogate):
     r"""Laplace surrogate: :math:`g'(x) = \frac{\alpha}{2} e^{-\alpha |x|}`."""
 
-    _params = ("alpha",)
-
-    def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
+    _params = {"alpha": 1.0}
 
     @staticmethod
     def _fun(x, alpha):
@@ -225,10 +230,7 @@ class PiecewiseExp(Surrogate):
 class SoftSign(Surrogate):
     r"""Soft-sign surrogate: :math:`g'(x) = \frac{\alpha}{2 (1 + |\alpha x|)^2}`."""
 
-    _params = ("alpha",)
-
-    def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
+    _params = {"alpha": 1.0}
 
     @staticmethod
     def _fun(x, alpha):
@@ -242,10 +244,7 @@ class SoftSign(Surrogate):
 class ERF(Surrogate):
     r"""Error-function surrogate: :math:`g'(x) = \frac{\alpha}{\sqrt{\pi}} e^{-\alpha^2 x^2}`."""
 
-    _params = ("alpha",)
-
-    def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
+    _params = {"alpha": 1.0}
 
     @staticmethod
     def _fun(x, alpha):
@@ -259,11 +258,7 @@ class ERF(Surrogate):
 class ReluGrad(Surrogate):
     r"""Triangular (ReLU-shaped) surrogate: :math:`g'(x) = \max(\alpha(\mathrm{width} - |x|), 0)`."""
 
-    _params = ("alpha", "width")
-
-    def __init__(self, alpha: float = 0.3, width: float = 1.0):
-        self.alpha = alpha
-        self.width = width
+    _params = {"alpha": 0.3, "width": 1.0}
 
     @staticmethod
     def _grad(x, alpha, width):
@@ -277,11 +272,7 @@ class GaussianGrad(Surrogate):
     exponent instead of dividing; this one is the normal density.
     """
 
-    _params = ("sigma", "alpha")
-
-    def __init__(self, sigma: float = 0.5, alpha: float = 0.5):
-        self.sigma = sigma
-        self.alpha = alpha
+    _params = {"sigma": 0.5, "alpha": 0.5}
 
     @staticmethod
     def _fun(x, sigma, alpha):
@@ -295,10 +286,7 @@ class GaussianGrad(Surrogate):
 class InvSquareGrad(Surrogate):
     r"""Inverse-square surrogate: :math:`g'(x) = \frac{1}{(\alpha |x| + 1)^2}`."""
 
-    _params = ("alpha",)
-
-    def __init__(self, alpha: float = 100.0):
-        self.alpha = alpha
+    _params = {"alpha": 100.0}
 
     @staticmethod
     def _grad(x, alpha):
@@ -308,10 +296,7 @@ class InvSquareGrad(Surrogate):
 class SlayerGrad(Surrogate):
     r"""SLAYER surrogate: :math:`g'(x) = e^{-\alpha |x|}`."""
 
-    _params = ("alpha",)
-
-    def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
+    _params = {"alpha": 1.0}
 
     @staticmethod
     def _grad(x, alpha):
@@ -320,11 +305,7 @@ class SlayerGrad(Surrogate):
 
 def _function(cls: type, name: str) -> Callable:
     """``name(x, *params)``: the functional form of surrogate class ``cls``."""
-    import inspect
-
-    defaults: Dict[str, Any] = {
-        p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()
-        if p.name != "self"}
+    defaults: Dict[str, Any] = dict(cls._params)
 
     def fun(x, *args, **kwargs):
         return cls(*args, **kwargs)(x)
