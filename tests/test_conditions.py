@@ -132,7 +132,7 @@ def test_single_branch_and_concrete_paths_under_disable_jit():
     assert float(switch(5, [m.down], 1.0)) == pytest.approx(2 * (0.5 + 0.4))
     with jax.disable_jit():
         m2 = Model()
-        out = cond(1, m2.up, m2.down, 1.0)            # numbers are predicates too
+        _ = cond(1, m2.up, m2.down, 1.0)            # numbers are predicates too
         out2 = switch(1, [m2.up, m2.down], 1.0)
     (a_ref, b_ref), _ = ref_up(m.w.value, jnp.array([1.0, 2.0]), jnp.array(0.5), 1.0)
     (a_ref, b_ref), out2_ref = ref_down(m.w.value, a_ref, b_ref, 1.0)

@@ -15,17 +15,18 @@ and gets a fresh key afterwards.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Hashable, List, Optional
 
 import jax
 import jax.random as jr
 import numpy as np
 
-from brainx.errors import BatchAxisError, StateTypeError
+from brainx.errors import BatchAxisError
 from brainx.lanes import current_trace, is_batched_along, owned_traces
 from brainx.random.state import RandomState
 from brainx.state.state import State
 from brainx.state.trace import transform_scope
+from brainx.transform.loops import for_loop
 from brainx.transform.stateful import (
     StatefulFunction, StateSignature, read_state_values, write_state_values,
 )
@@ -272,9 +273,9 @@ def vmap(fn: Optional[Callable] = None, *, in_axes: Any = 0, out_axes: Any = 0,
 def map(f: Callable, *xs: Any, batch_size: Optional[int] = None) -> Any:  # noqa: A001
     """Apply ``f`` to the slices of ``xs`` along their leading axis, one after the other.
 
-    ``jax.lax.map`` for stateful functions: a ``scan`` whose carry holds only
-    the states ``f`` writes (read-only states are loop constants), so a
-    state written by one call is seen by the next. With ``batch_size``,
+    ``jax.lax.map`` for stateful functions: a :func:`~brainx.transform.for_loop`
+    whose carry holds only the states ``f`` writes (read-only states are loop
+    constants), so a state written by one call is seen by the next. With ``batch_size``,
     chunks of that many slices run at once through :func:`vmap` (a remainder
     runs as one last chunk); within a chunk, writes to shared states must be
     the same in every lane.
@@ -297,8 +298,10 @@ def map(f: Callable, *xs: Any, batch_size: Optional[int] = None) -> Any:  # noqa
         raise ValueError(f"map: every leaf of xs needs the same leading axis; got "
                          f"{sorted(lengths, key=str)}.")
     n = lengths.pop()
+    if n == 0:
+        raise ValueError("map: cannot map over an empty axis.")
     if batch_size is None:
-        return _scan_map(f, xs, n)
+        return for_loop(f, *xs)
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"map: batch_size must be a positive int, got {batch_size!r}.")
     chunks, rest = divmod(n, batch_size)
@@ -307,44 +310,8 @@ def map(f: Callable, *xs: Any, batch_size: Optional[int] = None) -> Any:  # noqa
     if chunks:
         body = jax.tree.map(lambda a: a[:chunks * batch_size].reshape(
             (chunks, batch_size) + a.shape[1:]), xs)
-        ys = jax.tree.map(lambda y: y.reshape((-1,) + y.shape[2:]), _scan_map(batched, body, chunks))
+        ys = jax.tree.map(lambda y: y.reshape((-1,) + y.shape[2:]), for_loop(batched, *body))
     if rest:
         tail = batched(*jax.tree.map(lambda a: a[chunks * batch_size:], xs))
         ys = tail if ys is None else jax.tree.map(lambda a, b: jax.numpy.concatenate([a, b]), ys, tail)
     return ys
-
-
-def _scan_map(f: Callable, xs: tuple, n: int) -> Any:
-    sf = StatefulFunction(f, name=f"map({getattr(f, '__name__', 'fun')})")
-    if n == 0:
-        raise ValueError("map: cannot map over an empty axis.")
-
-    def run(sig, key, _first, _kwargs):
-        values = read_state_values(sig.states)
-        write_idx = sig.write_indices
-        pure = sf.pure(sig, key)
-
-        def body(carry, x):
-            vals = list(values)
-            for i, v in zip(write_idx, carry):
-                vals[i] = v
-            out, new = pure(vals, *x)
-            check_carry(sig.write_states, carry, new, sf.name)
-            return new, out
-
-        final, ys = jax.lax.scan(body, [values[i] for i in write_idx], xs)
-        write_state_values(sig.write_states, final)
-        return ys
-
-    return sf.call(run, jax.tree.map(lambda a: a[0], xs), {})
-
-
-def check_carry(states: Sequence[State], old: Sequence[Any], new: Sequence[Any], name: str):
-    """Refuse a loop step that changes a state's shape, dtype or structure (naming the state)."""
-    for s, a, b in zip(states, old, new):
-        ta = jax.tree.map(lambda x: (np.shape(x), jax.numpy.result_type(x)), a)
-        tb = jax.tree.map(lambda x: (np.shape(x), jax.numpy.result_type(x)), b)
-        if ta != tb:
-            raise StateTypeError(f"{name}: one step changes {s!r} from {ta} to {tb}; a state "
-                                 "carried through a loop must keep its shape and dtype. No "
-                                 "state was changed.")
