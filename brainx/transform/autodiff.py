@@ -56,7 +56,6 @@ class StateDifferentiation:
         self.unit_aware = unit_aware
         self.check_states = check_states
         self._name = f"{name}({getattr(fun, '__name__', 'fun')})"
-        self.stateful = StatefulFunction(fun, name=self._name)
 
         leaves, self._grad_tree = jax.tree.flatten(grad_states, is_leaf=_is_state)
         for leaf in leaves:
@@ -75,6 +74,9 @@ class StateDifferentiation:
         for n in self._argnums:
             if not isinstance(n, int) or isinstance(n, bool):
                 raise TypeError(f"{self._name}: argnums must be ints, got {argnums!r}.")
+        # Only the differentiated arguments are traced while discovering the
+        # states: the function may branch on the others in Python, as under jax.grad.
+        self.stateful = StatefulFunction(fun, name=self._name, traced_argnums=self._argnums)
 
     def _grad_positions(self, sig: StateSignature, key, args, kwargs):
         """Where each grad state sits in ``sig.states`` (``None``: never read)."""
