@@ -17,7 +17,7 @@ $(STAMP): $(PY) pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/checkpointed_step.py
+	$(PY) examples/snn_bptt.py
 
 test: $(STAMP)
 	$(PY) -m pytest

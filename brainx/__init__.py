@@ -4,8 +4,9 @@ States (:class:`State` and its kinds) hold mutable values; the functions in
 :mod:`brainx.transform` turn code that reads and writes them into pure JAX.
 """
 
-from brainx import errors, transform
-from brainx.errors import ExpiredStateError, StateTypeError, TracerLeakError
+from brainx import environ, errors, random, transform
+from brainx import nn, optim  # noqa: E402  (they import environ and the states)
+from brainx.errors import BatchAxisError, ExpiredStateError, StateTypeError, TracerLeakError
 from brainx.state import (
     BatchState, HiddenState, LongTermState, ParamState, ShortTermState, State, StateCatcher,
     StateTraceStack, catch_new_states,
@@ -16,5 +17,6 @@ __version__ = "0.1.0"
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
     "StateTraceStack", "StateCatcher", "catch_new_states", "transform", "errors",
-    "TracerLeakError", "ExpiredStateError", "StateTypeError",
+    "TracerLeakError", "ExpiredStateError", "StateTypeError", "random", "BatchAxisError",
+    "environ", "nn", "optim",
 ]

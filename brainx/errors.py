@@ -1,6 +1,6 @@
 """The errors brainx raises when a state would be left inconsistent."""
 
-__all__ = ["BrainxError", "TracerLeakError", "ExpiredStateError", "StateTypeError"]
+__all__ = ["BrainxError", "TracerLeakError", "ExpiredStateError", "StateTypeError", "BatchAxisError"]
 
 
 class BrainxError(Exception):
@@ -22,3 +22,13 @@ class ExpiredStateError(BrainxError, RuntimeError):
 
 class StateTypeError(BrainxError, TypeError):
     """A state was given a value it cannot hold (another State, or a changed type inside a loop)."""
+
+
+class BatchAxisError(BrainxError, ValueError):
+    """A state would mix batched and unbatched values across vmap lanes.
+
+    Raised by ``brainx.transform.vmap`` when a state that was not declared in
+    ``in_states`` / ``out_states`` is written with a per-lane value, and by a
+    random sampler called under a raw ``jax.vmap`` (every lane would draw the
+    same numbers).
+    """

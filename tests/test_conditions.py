@@ -111,13 +111,18 @@ def test_ifelse_check_cond():
     assert_close(m.values(), before)
 
 
+_PROPERTY_MODEL = Model()
+_REF_BRANCHES = [lambda w, a, b, x, f=f: f(w, a, b, x) for f in (ref_up, ref_down, ref_reset)]
+
+
 @settings(max_examples=10, deadline=None)
-@given(index=st.integers(-2, 4), x=st.floats(-3, 3))
-def test_property_switch_equals_lax_switch(index, x):
-    m = Model()
+@given(index=st.integers(-2, 4), x=st.floats(-3, 3), a0=st.floats(-2, 2))
+def test_property_switch_equals_lax_switch(index, x, a0):
+    m = _PROPERTY_MODEL            # one model (one compiled switch) for every example
+    m.a.value, m.b.value = jnp.array([a0, 1.0]), jnp.array(0.5)
     w, a, b = m.w.value, *m.values()
-    refs = [ref_up, ref_down, ref_reset]
-    (a_ref, b_ref), out_ref = jax.lax.switch(index, [lambda x, f=f: f(w, a, b, x) for f in refs], x)
+    (a_ref, b_ref), out_ref = jax.jit(jax.lax.switch, static_argnums=1)(
+        index, tuple(_REF_BRANCHES), w, a, b, x)
     out = switch(index, [m.up, m.down, m.reset], x)
     assert_close((out, m.values()), (out_ref, (a_ref, b_ref)))
 
@@ -127,7 +132,7 @@ def test_single_branch_and_concrete_paths_under_disable_jit():
     assert float(switch(5, [m.down], 1.0)) == pytest.approx(2 * (0.5 + 0.4))
     with jax.disable_jit():
         m2 = Model()
-        out = cond(1, m2.up, m2.down, 1.0)            # numbers are predicates too
+        _ = cond(1, m2.up, m2.down, 1.0)            # numbers are predicates too
         out2 = switch(1, [m2.up, m2.down], 1.0)
     (a_ref, b_ref), _ = ref_up(m.w.value, jnp.array([1.0, 2.0]), jnp.array(0.5), 1.0)
     (a_ref, b_ref), out2_ref = ref_down(m.w.value, a_ref, b_ref, 1.0)

@@ -42,3 +42,30 @@ def test_default_is_argnum_zero_and_python_objects_ride_along():
     assert np.allclose(g, 4 * w.value)
     gw = transform.grad(loss, grad_states=w)(jnp.array([1.0, 1.0]), "single")
     assert np.allclose(gw, jnp.ones(2))
+
+
+def test_python_control_flow_on_non_differentiated_arguments():
+    """As under jax.grad, arguments that are not differentiated stay concrete."""
+    w = brainx.ParamState(jnp.array([1.0, 2.0]))
+    h = brainx.HiddenState(jnp.zeros(2))
+
+    def loss(x, n_steps, double):
+        for _ in range(n_steps):          # a Python int
+            h.value = h.value + w.value * x
+        total = jnp.sum(h.value ** 2)
+        return 2 * total if double else total   # a Python bool
+
+    def pure(w, x, n_steps, double):
+        h = jnp.zeros(2)
+        for _ in range(n_steps):
+            h = h + w * x
+        total = jnp.sum(h ** 2)
+        return 2 * total if double else total
+
+    for n_steps, double in [(3, True), (2, False)]:
+        h.value = jnp.zeros(2)
+        g = transform.grad(loss, grad_states=w)(0.5, n_steps, double)
+        assert np.allclose(g, jax.grad(pure)(w.value, 0.5, n_steps, double))
+        h.value = jnp.zeros(2)
+        gx = transform.grad(loss, argnums=0)(jnp.float32(0.5), n_steps, double)
+        assert np.allclose(gx, jax.grad(pure, argnums=1)(w.value, 0.5, n_steps, double))

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
 
-from brainx.state.state import _EPOCH, State
+from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
 from brainx.transform.bound import bind_to_instance
 from brainx.transform.stateful import (

@@ -243,11 +243,12 @@ class StatefulFunction:
     """
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(),
-                 name: Optional[str] = None):
+                 name: Optional[str] = None, traced_argnums: Optional[Sequence[int]] = None):
         if not callable(fun):
             raise TypeError(f"Expected a callable, got {fun!r}.")
         self.fun = fun
         self.name = name or _name(fun)
+        self.traced_argnums = None if traced_argnums is None else tuple(traced_argnums)
         static_argnums = normalize_argnums(fun, static_argnums)
         if isinstance(static_argnames, str):
             static_argnames = (static_argnames,)
@@ -316,10 +317,8 @@ class StatefulFunction:
         """Trace the function once, abstractly, and record the states it touches."""
         epoch = creation_epoch()
         scope = transform_scope(self.name)
-        # Only array-like leaves go through eval_shape; other Python objects (a
-        # module passed to a function that grad closes over, say) ride along.
         leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
-        is_array = [_is_array_like(leaf) for leaf in leaves]
+        is_array = self._traced_leaves(dyn_args, leaves)
 
         def traced(*arrays):
             it = iter(arrays)
@@ -336,6 +335,24 @@ class StatefulFunction:
                              epoch=epoch)
         self._cache[key] = sig
         return sig
+
+    def _traced_leaves(self, dyn_args: tuple, leaves: list) -> list:
+        """Which leaves discovery traces abstractly; the others ride along as they are.
+
+        By default every array-like leaf is traced, as under ``jax.jit``; other
+        Python objects (a module passed to a function that ``grad`` closes over,
+        say) are passed through. With ``traced_argnums`` (``grad`` and friends:
+        the differentiated arguments) only those arguments are traced, so the
+        function may branch on the others in Python, as under ``jax.grad``.
+        """
+        if self.traced_argnums is None:
+            return [_is_array_like(leaf) for leaf in leaves]
+        n = len(dyn_args)
+        traced = {i + n if i < 0 else i for i in self.traced_argnums}
+        mask = []
+        for i, arg in enumerate(dyn_args):
+            mask += [i in traced and _is_array_like(leaf) for leaf in jax.tree.leaves(arg)]
+        return mask + [False] * (len(leaves) - len(mask))
 
     def clear_cache(self) -> None:
         self._cache.clear()

@@ -1,0 +1,146 @@
+"""`RandomState`: a state holding a JAX PRNG key."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import jax.random as jr
+import numpy as np
+
+from brainx.errors import BatchAxisError
+from brainx.lanes import foreign_batch_traces
+from brainx.random.samplers import Samplers
+from brainx.state.state import State
+
+__all__ = ["RandomState", "as_key", "os_seed"]
+
+
+def os_seed() -> int:
+    """A fresh seed from the operating system's entropy (no global RNG is touched)."""
+    return int(np.random.SeedSequence().entropy % (2 ** 32))
+
+
+def as_key(seed_or_key: Any, what: str = "seed_or_key") -> Any:
+    """A PRNG key from an integer seed, a raw ``uint32[2]`` key or a typed key."""
+    if isinstance(seed_or_key, State):
+        raise TypeError(f"{what} must be an integer seed or a JAX PRNG key, got {seed_or_key!r}; "
+                        "pass its .value.")
+    if isinstance(seed_or_key, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer seed or a JAX PRNG key, got {seed_or_key!r}.")
+    if isinstance(seed_or_key, (int, np.integer)):
+        return jr.PRNGKey(seed_or_key)
+    dtype = getattr(seed_or_key, "dtype", None)
+    shape = np.shape(seed_or_key)
+    if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        return seed_or_key
+    if dtype is not None and jnp.issubdtype(dtype, jnp.integer):
+        if shape == ():
+            return jr.PRNGKey(seed_or_key)
+        if shape == (2,) and dtype == jnp.uint32:
+            return seed_or_key
+    raise ValueError(
+        f"{what} must be an integer seed, a raw key (uint32 array of shape (2,), from "
+        f"jax.random.PRNGKey) or a typed key (jax.random.key); got {_describe(seed_or_key)}.")
+
+
+def _describe(x: Any) -> str:
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return repr(x)
+    return f"an array of shape {tuple(np.shape(x))} and dtype {dtype}"
+
+
+class RandomState(State, Samplers):
+    """A random number generator whose key is a :class:`~brainx.State`.
+
+    Every sampler reads the key and writes back its successor, so the key
+    threads through the stateful transforms like any other written state:
+    successive ``jit`` calls and loop steps draw new numbers, ``checkpoint``
+    recomputation reuses the numbers of the forward pass, and
+    ``transform.vmap`` gives every lane its own stream.
+
+    Parameters
+    ----------
+    seed_or_key : int or key, optional
+        An integer seed, a raw key (``jax.random.PRNGKey``) or a typed key
+        (``jax.random.key``). Without it, the key is drawn from the default
+        generator :data:`brainx.random.DEFAULT`, so seeding that one makes
+        every generator created afterwards reproducible.
+    name : str, optional
+        Shown in ``repr`` and error messages.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> rng = brainx.random.RandomState(0)
+    >>> a = rng.normal(size=3)
+    >>> b = rng.normal(size=3)          # the key advanced: new numbers
+    >>> rng.seed(0)
+    >>> bool((rng.normal(size=3) == a).all())
+    True
+    """
+
+    def __init__(self, seed_or_key: Any = None, name: Optional[str] = None):
+        if seed_or_key is None:
+            from brainx.random.default import DEFAULT
+            key = DEFAULT.split_key() if DEFAULT is not None else jr.PRNGKey(os_seed())
+        else:
+            key = as_key(seed_or_key)
+        super().__init__(key, name=name)
+
+    # -- the key --------------------------------------------------------------
+    def seed(self, seed_or_key: Any = None) -> None:
+        """Set the key from an integer seed or a key (fresh OS entropy if omitted)."""
+        self.value = as_key(os_seed() if seed_or_key is None else seed_or_key)
+
+    def set_key(self, key: Any) -> None:
+        """Set the key (an integer seed is also accepted)."""
+        self.value = as_key(key, "key")
+
+    def get_key(self) -> Any:
+        """The current key (reading it does not advance it)."""
+        return self.value
+
+    def split_key(self, n: Optional[int] = None) -> Any:
+        """Advance the key and return a new independent key (or ``n`` of them).
+
+        Parameters
+        ----------
+        n : int, optional
+            Return an array of ``n`` keys instead of one key.
+
+        Examples
+        --------
+        >>> import brainx
+        >>> rng = brainx.random.RandomState(1)
+        >>> rng.split_key().shape, rng.split_key(4).shape
+        ((2,), (4, 2))
+        """
+        if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1):
+            raise ValueError(f"{self!r}.split_key: n must be a positive integer, got {n!r}.")
+        key = self.value
+        self._check_lanes(key)
+        keys = jr.split(key, 2 if n is None else n + 1)
+        self.value = keys[0]
+        return keys[1] if n is None else keys[1:]
+
+    def split_keys(self, n: int) -> Any:
+        """``split_key(n)``: ``n`` new keys."""
+        return self.split_key(n)
+
+    def _check_lanes(self, key: Any) -> None:
+        # A raw jax.vmap leaves an unbatched key unbatched: every lane would
+        # split the same key and draw the same numbers.
+        if foreign_batch_traces(key):
+            raise BatchAxisError(
+                f"{self!r} was asked for random numbers inside a raw jax.vmap (or another "
+                "batching transform brainx did not apply). Its key is not batched, so every "
+                "lane would draw the same numbers. Use brainx.transform.vmap, which gives "
+                "each lane its own key, or pass per-lane keys explicitly with key=... . "
+                "The key is unchanged.")
+
+    def _next_key(self, key: Any) -> Any:
+        """The key a sampler uses: ``key`` if given (the state is untouched), else a split."""
+        return self.split_key() if key is None else as_key(key, "key")
