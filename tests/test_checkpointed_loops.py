@@ -439,3 +439,22 @@ def test_random_key_state_and_no_xs(strategy):
     want = grad(loss, grad_states=w)(brainx.transform.scan)
     got = grad(loss, grad_states=w)(checkpointed_scan, checkpoint=strategy)
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("strategy", ["nested", "binomial", "nested_remat"])
+def test_an_exception_in_the_step_leaves_every_state_unchanged(strategy):
+    v = brainx.HiddenState(jnp.ones(N), name="v")
+    w = brainx.ParamState(jnp.ones(N), name="w")
+
+    def step(x):
+        v.value = v.value * w.value
+        if x.shape != (N,):
+            raise RuntimeError("bad input")
+        v.value = v.value + x
+        return v.value.sum()
+
+    loss = lambda xs: checkpointed_for_loop(step, xs, checkpoint=strategy).sum()
+    with pytest.raises(RuntimeError, match="bad input"):
+        grad(loss, grad_states=w)(jnp.ones((4, N + 1)))
+    np.testing.assert_array_equal(v.value, jnp.ones(N))
+    np.testing.assert_array_equal(w.value, jnp.ones(N))

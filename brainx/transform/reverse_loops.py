@@ -307,13 +307,13 @@ def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, un
 
     stride = 0 if plan is None else plan.stride
 
-    def forward(cs, c0, xs):
-        return _record(lambda c, x, t: f(cs, c, x), c0, xs, length, stride, reverse=reverse,
+    def forward(cs, c0, xs, keep=stride):
+        return _record(lambda c, x, t: f(cs, c, x), c0, xs, length, keep, reverse=reverse,
                        unroll=unroll, monitor=monitor)
 
     @jax.custom_vjp
-    def loop(cs, c0, xs):
-        return forward(cs, c0, xs)[0]
+    def loop(cs, c0, xs):  # not differentiated: keep nothing
+        return forward(cs, c0, xs, keep=0)[0]
 
     def loop_fwd(cs, c0, xs):
         masks = (_perturbed(cs), _perturbed(c0), _perturbed(xs))
