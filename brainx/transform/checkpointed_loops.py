@@ -23,8 +23,8 @@ from brainx.transform.checkpoint_strategies import (
 )
 from brainx.transform.loop_cache import compile_once
 from brainx.transform.loops import (
-    _check_callable, _name, _non_negative_int, _pair, _python_scan, _python_while, infer_length,
-    step_slice_type,
+    _check_callable, _name, _non_negative_int, _pair, _python_scan, _python_while, _Scan,
+    infer_length,
 )
 from brainx.transform.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.reverse_loops import vjp_while_loop
@@ -34,24 +34,13 @@ from brainx.transform.stateful import read_state_values, write_state_values
 __all__ = ["checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop"]
 
 
-class _CheckpointedScan:
-    """A checkpointed scan over a stateful step, as a function of ``(init, xs)``."""
+class _CheckpointedScan(_Scan):
+    """A checkpointed scan over a stateful step: :class:`_Scan` run by a strategy."""
 
     def __init__(self, kind: str, fun: Callable, length: int, reverse: bool, unroll: int,
                  strategy: CheckpointStrategy, bar: Optional[ProgressBar]):
-        self.kind, self.length, self.reverse, self.unroll = kind, length, reverse, unroll
+        super().__init__(kind, fun, length, reverse, unroll, bar)
         self.strategy = strategy
-        self.label = f"the step of {kind} ({_name(fun)})"
-        if kind == "checkpointed_for_loop":
-            def step(carry, x):
-                return carry, fun(*x)
-        else:
-            step = fun
-        self.union = StateUnion([step], [f"{kind}({_name(fun)})"])
-        self.runner = bar.init(length) if bar is not None else None
-
-    def __call__(self, init, xs):
-        return self.union.call(lambda sig: self._run(sig, init, xs), (init, step_slice_type(xs)))
 
     def _run(self, sig: UnionSignature, init, xs):
         values = read_state_values(sig.states)

@@ -111,7 +111,7 @@ class _Scan:
                  bar: Optional[ProgressBar]):
         self.kind, self.length, self.reverse, self.unroll = kind, length, reverse, unroll
         self.label = f"the step of {kind} ({_name(fun)})"
-        if kind == "for_loop":
+        if kind.endswith("for_loop"):  # for_loop, checkpointed_for_loop: f(*x) -> y
             def step(carry, x):
                 return carry, fun(*x)
         else:
