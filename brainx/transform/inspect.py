@@ -39,8 +39,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         jaxpr, states = sf.make_jaxpr(*args, **kwargs)
         if not return_shape:
             return jaxpr, states
-        return jaxpr, states, eval_shape(fun, *args, **kwargs) if not (
-            sf.static_argnums or sf.static_argnames) else _eval_shape_sf(sf, args, kwargs)
+        return jaxpr, states, _eval_shape_sf(sf, args, kwargs)
 
     return make
 
