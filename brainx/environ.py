@@ -7,7 +7,9 @@ Settings come in two layers, as in brainstate:
   current thread only, and restores them on exit even when the block raises.
 
 :func:`get` looks in the innermost :func:`context` first, then in the
-defaults. Times are brainunit quantities (``0.1 * u.ms``) or plain numbers,
+defaults. One exception: ``precision`` also switches JAX's ``jax_enable_x64``
+flag, which is process-wide, so a ``context(precision=64)`` affects every
+thread while it is open (and puts the flag back as it found it). Times are brainunit quantities (``0.1 * u.ms``) or plain numbers,
 whatever the model's time constants are.
 
 Settings are read when a function is *traced*: a jitted step keeps the ``dt``
@@ -161,6 +163,7 @@ def context(**kwargs: Any) -> Iterator[Dict[Hashable, Any]]:
         _validate(key, value)
     stack = _CONTEXTS.stack
     pushed = []
+    x64_before = jax.config.jax_enable_x64  # JAX's flag is process-wide: put it back as found
     try:
         for key, value in kwargs.items():
             stack.setdefault(key, []).append(value)
@@ -176,7 +179,7 @@ def context(**kwargs: Any) -> Iterator[Dict[Hashable, Any]]:
             if current is not _UNSET:
                 _changed(key, current)
             elif key == "precision":
-                _apply_precision(32)
+                jax.config.update("jax_enable_x64", x64_before)
 
 
 def get_dt() -> Any:

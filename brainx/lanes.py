@@ -24,7 +24,8 @@ try:  # JAX internals: without them (another JAX layout) the check is skipped, n
 except (ImportError, AttributeError):  # pragma: no cover - depends on the JAX version
     _core = _batching = None
 
-__all__ = ["current_trace", "owned_traces", "foreign_batch_traces", "is_batched_along"]
+__all__ = ["current_trace", "owned_traces", "foreign_batch_traces", "is_batched_along",
+           "jax_is_tracing"]
 
 
 class _Owned(threading.local):
@@ -35,6 +36,11 @@ class _Owned(threading.local):
 
 
 _OWNED = _Owned()
+
+
+def jax_is_tracing() -> bool:
+    """Whether any JAX transform is tracing in this thread (``True`` when unknown)."""
+    return _core is None or not isinstance(_core.trace_ctx.trace, _core.EvalTrace)
 
 
 def current_trace() -> Any:

@@ -284,3 +284,69 @@ def test_property_jit_equals_eager(xs, n_states):
             expect += eager_vals[i]
         assert np.allclose(out, expect, rtol=1e-5, atol=1e-5)
     assert np.allclose([float(s.value) for s in states], eager_vals, rtol=1e-5, atol=1e-5)
+
+
+def test_static_arguments_of_equal_value_but_different_type_are_distinct():
+    f = transform.jit(lambda x, n: jnp.full((3,), n), static_argnums=1)
+    assert f(0, 1).dtype == jnp.int32
+    assert f(0, 1.0).dtype == jnp.float32
+    assert f(0, True).dtype == jnp.bool_
+
+
+def test_lower_and_eval_shape_follow_shape_dependent_states():
+    a, b = brainx.State(jnp.zeros(())), brainx.State(jnp.zeros(()))
+
+    @transform.jit
+    def f(x):
+        s = a if x.ndim == 1 else b      # which state depends on the argument's shape
+        s.value = s.value + x.sum()
+        return x.sum()
+
+    f(jnp.ones(2))
+    assert f.eval_shape(jnp.ones((2, 2))).shape == ()
+    compiled = f.lower(jnp.ones((2, 2))).compile()
+    compiled(jnp.ones((2, 2)))
+    assert float(a.value) == 2.0 and float(b.value) == 4.0
+    f(jnp.ones((2, 2)))
+    assert float(b.value) == 8.0
+
+
+def test_method_transform_cache_lives_on_the_instance():
+    import dataclasses
+    import gc
+    import weakref
+
+    class Net:
+        def __init__(self, v):
+            self.h = brainx.State(jnp.asarray(v, jnp.float32))
+
+        def __eq__(self, other):  # every Net "equal": must not share a bound transform
+            return True
+
+        def __hash__(self):
+            return 0
+
+        @transform.jit
+        def step(self, x):
+            self.h.value = self.h.value + x
+            return self.h.value
+
+    a, b = Net(0.0), Net(0.0)
+    a.step(1.0)
+    b.step(10.0)
+    assert float(a.h.value) == 1.0 and float(b.h.value) == 10.0
+    ref = weakref.ref(a)
+    del a
+    gc.collect()
+    assert ref() is None  # the bound transform does not keep its instance alive
+
+    @dataclasses.dataclass
+    class D:  # unhashable (eq=True without frozen)
+        h: brainx.State
+
+        @transform.jit
+        def step(self, x):
+            self.h.value = self.h.value + x
+
+    d = D(brainx.State(jnp.zeros(())))
+    assert d.step is d.step

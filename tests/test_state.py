@@ -174,3 +174,41 @@ def test_state_created_inside_with_a_concrete_value_stays_usable():
 
     f(1.0)
     assert np.array_equal(holder["s"].value, np.ones(2))
+
+
+def test_a_user_scope_does_not_make_tracers_safe():
+    s = brainx.State(jnp.zeros(()), name="s")
+    with brainx.StateTraceStack():
+        with pytest.raises(brainx.TracerLeakError, match="name='s'"):
+            jax.jit(lambda x: setattr(s, "value", x))(1.0)
+    assert float(s.value) == 0.0
+
+
+def test_creating_a_state_from_a_tracer_under_a_raw_transform_is_refused():
+    with pytest.raises(brainx.TracerLeakError, match="ParamState"):
+        jax.jit(lambda x: brainx.ParamState(x * 2) and x)(1.0)
+
+
+def test_a_scope_closed_out_of_order_still_restores_everything():
+    h = brainx.HiddenState(jnp.zeros(()), name="h")
+
+    def suspended():
+        with brainx.StateTraceStack():
+            yield
+
+    alive = []
+
+    @transform.jit
+    def step(x):
+        h.value = h.value + x
+        alive.append(suspended())
+        next(alive[-1])  # leaves a scope open inside the transform
+        return h.value
+
+    with pytest.raises(brainx.errors.BrainxError, match="closed while an inner"):
+        step(1.0)
+    assert float(h.value) == 0.0
+    assert brainx.state.active_traces() == []
+    assert not brainx.state.trace.inside_transform()
+    alive.clear()  # closing the generator later is harmless
+    assert brainx.state.active_traces() == []

@@ -69,7 +69,8 @@ class State:
         _check_not_state(value, None)
         self._value = value
         self.name = name
-        if _notify_created(self):
+        if _notify_created(self):  # outside every transform
+            check_no_tracer(self, value)
             _EPOCH[0] += 1
 
     @property
@@ -93,7 +94,7 @@ class State:
         frames = _THREAD.frames
         if frames:
             frames[-1].record_write(self)
-        else:
+        if not _THREAD.depth:
             check_no_tracer(self, value)
         self._value = value
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["StateTraceStack", "catch_new_states", "StateCatcher", "active_traces"]
+__all__ = ["StateTraceStack", "catch_new_states", "StateCatcher", "active_traces",
+           "inside_transform"]
 
 
 class _ThreadTraces(threading.local):
     def __init__(self):
         self.frames: List["StateTraceStack"] = []  # innermost last
         self.catchers: List["StateCatcher"] = []
+        self.depth = 0  # how many of the frames are transform scopes (own a JAX trace)
 
 
 _THREAD = _ThreadTraces()
@@ -32,6 +34,15 @@ _THREAD = _ThreadTraces()
 def active_traces() -> List["StateTraceStack"]:
     """The active :class:`StateTraceStack` scopes of this thread, innermost last."""
     return _THREAD.frames
+
+
+def inside_transform() -> bool:
+    """Whether a brainx transform is tracing in this thread.
+
+    Only then may a state hold a JAX tracer (the transform restores it); a plain
+    user :class:`StateTraceStack` records, but does not make tracers safe.
+    """
+    return _THREAD.depth > 0
 
 
 class StateTraceStack:
@@ -115,12 +126,33 @@ class StateTraceStack:
     # -- scope --------------------------------------------------------------
     def __enter__(self) -> "StateTraceStack":
         _THREAD.frames.append(self)
+        if self._owns_trace:
+            _THREAD.depth += 1
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         frames = _THREAD.frames
-        assert frames and frames[-1] is self, "StateTraceStack scopes closed out of order"
-        frames.pop()
+        in_order = bool(frames) and frames[-1] is self
+        # Close this scope and any left open inside it (a generator suspended
+        # inside a transform, say), so the stack stays consistent either way.
+        if self in frames:
+            i = frames.index(self)
+            closing = frames[i:]
+            del frames[i:]
+        else:
+            closing = [self]
+        for scope in reversed(closing):
+            scope._close(frames)
+        if not in_order and exc_type is None:
+            from brainx.errors import BrainxError
+            raise BrainxError(
+                f"{self!r} was closed while an inner StateTraceStack was still open; scopes must "
+                "nest (a `with` block cannot end inside a generator that is still suspended). "
+                "Every state written inside was put back.")
+
+    def _close(self, frames) -> None:
+        if self._owns_trace:
+            _THREAD.depth -= 1
         if self.restore:
             for state, value in self._original.items():
                 state._value = value
@@ -211,13 +243,12 @@ def catch_new_states(tag: Optional[str] = None) -> StateCatcher:
 def _notify_created(state) -> bool:
     """Tell the innermost scope and every catcher about a new state.
 
-    Returns ``True`` when the state was created outside every trace scope.
+    Returns ``True`` when the state was created outside every transform.
     """
     for catcher in _THREAD.catchers:
         catcher.append(state)
     frames = _THREAD.frames
     if frames:
         frames[-1].record_created(state)
-        return False
-    return True
+    return _THREAD.depth == 0
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import jax
 
-from brainx.state.trace import _THREAD
+from brainx.state.trace import inside_transform
 from brainx.transform.carry_check import keep_weak_types
 from brainx.transform.checkpoint_strategies import (
     Binomial, CheckpointStrategy, as_strategy,
@@ -76,7 +76,7 @@ def _run_checkpointed_scan(kind: str, f: Callable, init, xs, length: Optional[in
     def build(funs):
         return _CheckpointedScan(kind, funs[0], length, reverse, unroll, strategy, bar)
 
-    if not _THREAD.frames:
+    if not inside_transform():
         loop = compile_once([f], (kind, length, bool(reverse), unroll, strategy, bar_key), build)
         if loop is not None:
             return loop(init, xs)
@@ -259,7 +259,7 @@ def checkpointed_while_loop(cond_fun: Callable, body_fun: Callable, init_val, *,
     def build(funs):
         return _CheckpointedWhile(funs[0], funs[1], max_steps, strategy.snapshots)
 
-    if not _THREAD.frames:
+    if not inside_transform():
         loop = compile_once([cond_fun, body_fun],
                             ("checkpointed_while_loop", max_steps, strategy.snapshots), build)
         if loop is not None:

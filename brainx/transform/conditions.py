@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import core
 
-from brainx.state.trace import _THREAD
+from brainx.state.trace import inside_transform
 from brainx.transform.carry_check import keep_weak_types
 from brainx.transform.loop_cache import compile_once
 from brainx.transform.state_union import StateUnion, UnionSignature
@@ -76,7 +76,7 @@ class _Branches:
 
 def _run_branches(kind: str, names: Sequence[str], index, branches: Sequence[Callable],
                   operands: tuple):
-    if not _THREAD.frames:  # outside every transform: compile once per set of branches
+    if not inside_transform():  # outside every transform: compile once per set of branches
         run = compile_once(branches, (kind, len(branches)),
                            lambda funs: _Branches(kind, names, funs))
         if run is not None:

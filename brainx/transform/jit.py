@@ -111,25 +111,38 @@ class JittedFunction:
             donate_argnums=self._donate_argnums, **self._jit_kwargs))
 
     # -- ahead of time ------------------------------------------------------------
+    def _with_entry(self, args: tuple, kwargs: dict, use: Callable[[_Entry, tuple, dict], Any]):
+        """``use(entry, dyn_args, dyn_kwargs)``, rediscovering once if its trace finds new states."""
+        key, dyn_args, dyn_kwargs = self.stateful.split_args(args, kwargs)
+        entry = self._entry(key, dyn_args, dyn_kwargs)
+        try:
+            return key, entry, use(entry, dyn_args, dyn_kwargs)
+        except RetraceNeeded as e:
+            if e.owner is not self.stateful:
+                raise
+        entry = self._entry(key, dyn_args, dyn_kwargs, stale=True)
+        return key, entry, use(entry, dyn_args, dyn_kwargs)
+
     def lower(self, *args, **kwargs) -> "Lowered":
         """Lower for these arguments, like ``jax.jit(f).lower``.
 
         The returned object's ``compile()`` gives a callable that reads and
         writes the states like the jitted function itself.
         """
-        key, dyn_args, dyn_kwargs = self.stateful.split_args(args, kwargs)
-        entry = self._entry(key, dyn_args, dyn_kwargs)
-        values = [s._value for s in entry.sig.states]
-        lowered = entry.jitted.lower(values, *dyn_args, **dyn_kwargs)
+        def lower(entry, dyn_args, dyn_kwargs):
+            values = [s._value for s in entry.sig.states]
+            return entry.jitted.lower(values, *dyn_args, **dyn_kwargs)
+
+        key, entry, lowered = self._with_entry(args, kwargs, lower)
         return Lowered(lowered, self, key, entry)
 
     def eval_shape(self, *args, **kwargs):
         """The output's shapes and dtypes, without running or changing any state."""
-        key, dyn_args, dyn_kwargs = self.stateful.split_args(args, kwargs)
-        entry = self._entry(key, dyn_args, dyn_kwargs)
-        values = [s._value for s in entry.sig.states]
-        out, _ = jax.eval_shape(entry.jitted, values, *dyn_args, **dyn_kwargs)
-        return out
+        def shape(entry, dyn_args, dyn_kwargs):
+            values = [s._value for s in entry.sig.states]
+            return jax.eval_shape(entry.jitted, values, *dyn_args, **dyn_kwargs)[0]
+
+        return self._with_entry(args, kwargs, shape)[2]
 
     def __repr__(self) -> str:
         return f"<brainx.transform.jit of {self.stateful.name}>"

@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional, Tuple, TypeVar
 import jax
 import jax.numpy as jnp
 
-from brainx.state.trace import _THREAD, StateTraceStack
+from brainx.state.trace import StateTraceStack, inside_transform
 from brainx.transform.carry_check import keep_weak_types
 from brainx.transform.loop_cache import compile_once
 from brainx.transform.progress_bar import ProgressBar, as_progress_bar
@@ -176,7 +176,7 @@ def _run_scan(kind: str, f: Callable, init, xs, length: Optional[int], reverse: 
     bar, bar_key = as_progress_bar(pbar)
     if jax.config.jax_disable_jit:
         return _python_scan(kind, f, init, xs, length, reverse, bar)
-    if not _THREAD.frames:
+    if not inside_transform():
         loop = compile_once([f], (kind, length, bool(reverse), unroll, bar_key),
                            lambda funs: _Scan(kind, funs[0], length, reverse, unroll, bar))
         if loop is not None:
@@ -364,7 +364,7 @@ def _run_while(kind: str, cond_fun: Callable, body_fun: Callable, init_val,
     _check_callable(kind, cond_fun=cond_fun, body_fun=body_fun)
     if jax.config.jax_disable_jit:
         return _python_while(kind, cond_fun, body_fun, init_val, max_steps)
-    if not _THREAD.frames:
+    if not inside_transform():
         loop = compile_once([cond_fun, body_fun], (kind, max_steps, base),
                            lambda funs: _While(kind, funs[0], funs[1], max_steps, base))
         if loop is not None:

@@ -30,6 +30,7 @@ import numpy as np
 from jax.core import Tracer
 
 from brainx.errors import TracerLeakError
+from brainx.lanes import jax_is_tracing
 from brainx.state.state import State, check_no_tracer, creation_epoch
 from brainx.state.trace import _THREAD, transform_scope
 
@@ -101,20 +102,18 @@ def read_state_values(states: Sequence[State]) -> list:
 def write_state_values(states: Sequence[State], values: Sequence[Any]) -> None:
     """Write ``values`` into ``states`` all at once, or not at all.
 
-    Outside every transform a tracer among the values means a raw JAX transform
-    is tracing us: that is refused before any state changes.
+    Outside every brainx transform a tracer among the values means a raw JAX
+    transform is tracing us: that is refused before any state changes.
     """
-    frames = _THREAD.frames
-    if frames:
-        top = frames[-1]
-        for s, v in zip(states, values):
-            top.record_write(s)
-            s._value = v
-        return
-    if _holds_tracer(values):
+    if not _THREAD.depth and jax_is_tracing() and _holds_tracer(values):
         for s, v in zip(states, values):
             check_no_tracer(s, v)
         raise TracerLeakError("a JAX tracer would be stored in a state")  # pragma: no cover
+    frames = _THREAD.frames
+    if frames:
+        top = frames[-1]
+        for s in states:
+            top.record_write(s)
     for s, v in zip(states, values):
         s._value = v
 
@@ -274,7 +273,7 @@ class StatefulFunction:
         for i, a in enumerate(args):
             if i in nums:
                 _check_hashable(a, f"positional argument {i}", self.name)
-                static_pos.append((i, a))
+                static_pos.append((i, type(a), a))
             else:
                 dyn_args.append(a)
         static_kw = []
@@ -282,10 +281,12 @@ class StatefulFunction:
         for k, v in kwargs.items():
             if k in self.static_argnames:
                 _check_hashable(v, f"keyword argument {k!r}", self.name)
-                static_kw.append((k, v))
+                static_kw.append((k, type(v), v))
             else:
                 dyn_kwargs[k] = v
-        return (tuple(static_pos), tuple(sorted(static_kw))), tuple(dyn_args), dyn_kwargs
+        # The type is part of the key: 1, 1.0 and True are equal but not interchangeable.
+        static_kw.sort(key=lambda item: item[0])
+        return (tuple(static_pos), tuple(static_kw)), tuple(dyn_args), dyn_kwargs
 
     def merge_args(self, key, dyn_args: tuple, dyn_kwargs: dict):
         """Inverse of :meth:`split_args`."""
@@ -293,10 +294,10 @@ class StatefulFunction:
             return dyn_args, dyn_kwargs
         static_pos, static_kw = key
         args = list(dyn_args)
-        for i, a in static_pos:
+        for i, _, a in static_pos:
             args.insert(i, a)
         kwargs = dict(dyn_kwargs)
-        kwargs.update(static_kw)
+        kwargs.update((k, v) for k, _, v in static_kw)
         return tuple(args), kwargs
 
     # -- discovery -----------------------------------------------------------
