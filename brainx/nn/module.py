@@ -10,6 +10,7 @@ the first path that reaches it).
 from __future__ import annotations
 
 import fnmatch
+from types import EllipsisType
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 from brainx.nn.init import to_size
@@ -18,7 +19,7 @@ from brainx.state.state import State
 __all__ = ["Module", "iter_tree", "to_predicate"]
 
 Path = Tuple[str, ...]
-Filter = Union[type, str, Callable[[Path, Any], bool], tuple, list, "ellipsis", bool]
+Filter = Union[type, str, Callable[[Path, Any], bool], tuple, list, EllipsisType, bool]
 
 
 class Module:

@@ -32,7 +32,7 @@ from brainx.transform.carry_check import keep_weak_types
 from brainx.transform.loop_cache import compile_once
 from brainx.transform.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.state_union import StateUnion, UnionSignature
-from brainx.transform.stateful import read_state_values, write_state_values
+from brainx.transform.stateful import _name, read_state_values, write_state_values
 
 __all__ = ["scan", "for_loop", "while_loop", "bounded_while_loop"]
 
@@ -40,10 +40,6 @@ Carry = TypeVar("Carry")
 X = TypeVar("X")
 Y = TypeVar("Y")
 T = TypeVar("T")
-
-
-def _name(fun: Callable) -> str:
-    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or repr(fun)
 
 
 def _check_callable(what: str, **funs) -> None:

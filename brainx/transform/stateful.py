@@ -301,16 +301,15 @@ class StatefulFunction:
         return tuple(args), kwargs
 
     # -- discovery -----------------------------------------------------------
-    def signature(self, args: tuple, kwargs: dict, *, check_epoch: bool = False) -> StateSignature:
+    def signature(self, args: tuple, kwargs: dict) -> StateSignature:
         """The states this call touches (cached per static key)."""
         key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        return self.lookup(key, dyn_args, dyn_kwargs, check_epoch=check_epoch)
+        return self.lookup(key, dyn_args, dyn_kwargs)
 
-    def lookup(self, key, dyn_args: tuple, dyn_kwargs: dict, *,
-               check_epoch: bool = False) -> StateSignature:
+    def lookup(self, key, dyn_args: tuple, dyn_kwargs: dict) -> StateSignature:
         """The cached signature for ``key``, discovered first if missing or stale."""
         sig = self._cache.get(key)
-        if sig is None or (check_epoch and sig.epoch != creation_epoch()):
+        if sig is None:
             sig = self.discover(key, dyn_args, dyn_kwargs)
         return sig
 
@@ -387,10 +386,10 @@ class StatefulFunction:
         return pure
 
     def call(self, run: Callable[[StateSignature, Any, tuple, dict], Any], args: tuple,
-             kwargs: dict, *, check_epoch: bool = False):
+             kwargs: dict):
         """``run(sig, key, dyn_args, dyn_kwargs)`` with a signature, retrying once if stale."""
         key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        sig = self.lookup(key, dyn_args, dyn_kwargs, check_epoch=check_epoch)
+        sig = self.lookup(key, dyn_args, dyn_kwargs)
         try:
             return run(sig, key, dyn_args, dyn_kwargs)
         except RetraceNeeded as e:
