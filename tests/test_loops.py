@@ -605,3 +605,20 @@ def test_core_fix_discovery_takes_abstract_arguments():
     sig = sf.discover((), (jax.ShapeDtypeStruct((2,), jnp.float32),), {})
     assert sig.states == (h,) and sig.written == (True,)
     assert for_loop(step, jnp.zeros((0, 2))).shape == (0, 2)
+
+
+def test_an_inline_progress_bar_does_not_recompile_the_loop():
+    from brainx.transform.loop_cache import loop_cache_size
+    from brainx.transform import ProgressBar, for_loop
+
+    h = brainx.HiddenState(jnp.zeros(()))
+
+    def step(x):
+        h.value = h.value + x
+        return h.value
+
+    for_loop(step, jnp.ones(4), pbar=ProgressBar(freq=2))
+    n = loop_cache_size()
+    for_loop(step, jnp.ones(4), pbar=ProgressBar(freq=2))
+    assert loop_cache_size() == n
+    assert float(h.value) == 8.0

@@ -141,6 +141,9 @@ def as_progress_bar(pbar: Any) -> Tuple[Optional[ProgressBar], Hashable]:
     if isinstance(pbar, int):
         return ProgressBar(freq=pbar), ("freq", pbar)
     if isinstance(pbar, ProgressBar):
-        return pbar, pbar
+        if not pbar.kwargs and (pbar.desc is None or isinstance(pbar.desc, str)):
+            # By value: `pbar=ProgressBar(freq=10)` written inline compiles once.
+            return pbar, ("bar", pbar.freq, pbar.count, pbar.desc)
+        return pbar, pbar  # a file or a desc function: this very bar
     raise TypeError(f"pbar must be None, a bool, an int (the update frequency) or a "
                     f"ProgressBar, got {pbar!r}.")
