@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(PY) examples/snn_bptt.py
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -q
 
 bench: $(STAMP)
 	$(PY) benchmarks/dispatch.py
