@@ -23,12 +23,12 @@ from brainx.transform.checkpoint_strategies import (
 )
 from brainx.transform.loop_cache import compile_once
 from brainx.transform.loops import (
-    _check_callable, _name, _non_negative_int, _pair, _python_scan, _python_while, _Scan,
+    _check_callable, _non_negative_int, _pair, _python_scan, _python_while, _Scan, _While,
     infer_length,
 )
 from brainx.transform.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.reverse_loops import vjp_while_loop
-from brainx.transform.state_union import StateUnion, UnionSignature
+from brainx.transform.state_union import UnionSignature
 from brainx.transform.stateful import read_state_values, write_state_values
 
 __all__ = ["checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop"]
@@ -172,43 +172,17 @@ def checkpointed_for_loop(f: Callable, *xs, length: Optional[int] = None,
                                   checkpoint, reverse, unroll)[1]
 
 
-class _CheckpointedWhile:
-    """A reverse-differentiable while loop over a stateful condition and body."""
+class _CheckpointedWhile(_While):
+    """:class:`_While` run by :func:`vjp_while_loop`: reverse-differentiable in bounded memory."""
 
     def __init__(self, cond_fun: Callable, body_fun: Callable, max_steps: Optional[int],
                  snapshots: int):
-        self.max_steps, self.snapshots = max_steps, snapshots
-        self.union = StateUnion([cond_fun, body_fun],
-                                [f"checkpointed_while_loop cond_fun ({_name(cond_fun)})",
-                                 f"checkpointed_while_loop body_fun ({_name(body_fun)})"])
+        super().__init__("checkpointed_while_loop", cond_fun, body_fun, max_steps)
+        self.snapshots = snapshots
 
-    def __call__(self, init_val):
-        return self.union.call(lambda sig: self._run(sig, init_val), (init_val,))
-
-    def _run(self, sig: UnionSignature, init_val):
-        bad = sig.sigs[0].write_states
-        if bad:
-            raise ValueError(
-                f"checkpointed_while_loop: cond_fun writes {', '.join(map(repr, bad))}. The "
-                "condition of a while loop may read states but not write them; move the write "
-                "into body_fun. No state was changed.")
-        values = read_state_values(sig.states)
-        written, consts = sig.split(values)
-        pure_cond = sig.pure(0)
-        pure_body = sig.pure(1, check="body_fun of checkpointed_while_loop",
-                             weak_promotion=True)
-
-        def cond(consts, carry):
-            return pure_cond(sig.merge(carry[0], consts), carry[1])[0]
-
-        def body(consts, carry):
-            out, states = pure_body(sig.merge(carry[0], consts), carry[1])
-            return states, out
-
-        states, out = vjp_while_loop(cond, body, consts, (written, init_val),
-                                     max_steps=self.max_steps, snapshots=self.snapshots)
-        write_state_values(sig.write_states, keep_weak_types(written, states))
-        return out
+    def _loop(self, cond: Callable, body: Callable, consts, carry):
+        return vjp_while_loop(cond, body, consts, carry, max_steps=self.max_steps,
+                              snapshots=self.snapshots)
 
 
 def checkpointed_while_loop(cond_fun: Callable, body_fun: Callable, init_val, *,

@@ -301,21 +301,31 @@ class _While:
         pure_cond = sig.pure(0)
         pure_body = sig.pure(1, check=f"body_fun of {self.kind}", weak_promotion=True)
 
-        def cond(carry):
+        def cond(consts, carry):
             return pure_cond(sig.merge(carry[0], consts), carry[1])[0]
 
-        def body(carry):
+        def body(consts, carry):
             out, states = pure_body(sig.merge(carry[0], consts), carry[1])
             return states, out
 
-        if self.max_steps is None:
-            final = jax.lax.while_loop(cond, body, (written, init_val))
-        else:
-            def guarded(carry):
-                return jax.lax.cond(cond(carry), body, lambda c: c, carry)
-            final = _guarded_steps(guarded, cond, (written, init_val), self.max_steps, self.base)
+        final = self._loop(cond, body, consts, (written, init_val))
         write_state_values(sig.write_states, keep_weak_types(written, final[0]))
         return final[1]
+
+    def _loop(self, cond: Callable, body: Callable, consts, carry):
+        """Run the pure loop ``cond(consts, carry)`` / ``body(consts, carry)`` from ``carry``."""
+        def cond_c(c):
+            return cond(consts, c)
+
+        def body_c(c):
+            return body(consts, c)
+
+        if self.max_steps is None:
+            return jax.lax.while_loop(cond_c, body_c, carry)
+
+        def guarded(c):
+            return jax.lax.cond(cond_c(c), body_c, lambda c: c, c)
+        return _guarded_steps(guarded, cond_c, carry, self.max_steps, self.base)
 
 
 def _guarded_steps(guarded: Callable, cond: Callable, carry, n: int, base: Optional[int]):
