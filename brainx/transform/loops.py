@@ -22,7 +22,7 @@ calling it again with the same shapes does not retrace or recompile.
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Optional, Tuple, TypeVar
+from typing import Any, Callable, Optional, Sequence, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -276,6 +276,19 @@ def for_loop(f: Callable[..., Y], *xs, length: Optional[int] = None, reverse: bo
 
 # -- while loops -----------------------------------------------------------------------------
 
+def _refuse_cond_writes(kind: str, written: Sequence[Any], *, unchanged: bool) -> None:
+    """Raise the ``ValueError`` for a ``cond_fun`` that writes the states ``written`` (if any).
+
+    ``unchanged`` says that no state was changed yet (the traced loops check
+    before running; the Python loop of ``disable_jit`` finds out mid-loop).
+    """
+    if written:
+        raise ValueError(
+            f"{kind}: cond_fun writes {', '.join(map(repr, written))}. The condition of a while "
+            "loop may read states but not write them; move the write into body_fun."
+            + (" No state was changed." if unchanged else ""))
+
+
 class _While:
     """A while loop (or a bounded one) over a stateful condition and body."""
 
@@ -290,12 +303,7 @@ class _While:
         return self.union.call(lambda sig: self._run(sig, init_val), (init_val,))
 
     def _run(self, sig: UnionSignature, init_val):
-        bad = sig.sigs[0].write_states
-        if bad:
-            raise ValueError(
-                f"{self.kind}: cond_fun writes {', '.join(map(repr, bad))}. The condition of a "
-                "while loop may read states but not write them; move the write into body_fun. "
-                "No state was changed.")
+        _refuse_cond_writes(self.kind, sig.sigs[0].write_states, unchanged=True)
         values = read_state_values(sig.states)
         written, consts = sig.split(values)
         pure_cond = sig.pure(0)
@@ -354,10 +362,7 @@ def _python_while(kind: str, cond_fun: Callable, body_fun: Callable, val,
     while max_steps is None or steps < max_steps:
         with StateTraceStack(restore=True) as trace:
             go = cond_fun(val)
-        if trace.get_write_states():
-            raise ValueError(f"{kind}: cond_fun writes "
-                             f"{', '.join(map(repr, trace.get_write_states()))}. The condition "
-                             "of a while loop may read states but not write them.")
+        _refuse_cond_writes(kind, trace.get_write_states(), unchanged=False)
         if not go:
             break
         val = body_fun(val)
