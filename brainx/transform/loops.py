@@ -27,9 +27,9 @@ from typing import Any, Callable, Optional, Sequence, Tuple, TypeVar
 import jax
 import jax.numpy as jnp
 
-from brainx.state.trace import StateTraceStack, inside_transform
+from brainx.state.trace import StateTraceStack
 from brainx.transform.carry_check import keep_weak_types
-from brainx.transform.loop_cache import compile_once
+from brainx.transform.loop_cache import run_compiled_once
 from brainx.transform.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.state_union import StateUnion, UnionSignature
 from brainx.transform.stateful import _name, read_state_values, write_state_values
@@ -152,7 +152,7 @@ def _python_scan(kind: str, f: Callable, init, xs, length: int, reverse: bool,
     order = range(length - 1, -1, -1) if reverse else range(length)
     for done, i in enumerate(order, 1):
         x = jax.tree.map(lambda a: a[i], xs)
-        if kind == "for_loop":
+        if kind.endswith("for_loop"):  # for_loop, checkpointed_for_loop
             y = f(*x)
         else:
             carry, y = _pair(f(carry, x), f"the step of {kind} ({_name(f)})")
@@ -165,19 +165,21 @@ def _python_scan(kind: str, f: Callable, init, xs, length: int, reverse: bool,
 
 
 def _run_scan(kind: str, f: Callable, init, xs, length: Optional[int], reverse: bool, unroll,
-              pbar) -> Tuple[Any, Any]:
+              pbar, make: Callable[..., _Scan] = _Scan, options: tuple = ()) -> Tuple[Any, Any]:
+    """Run the ``kind`` loop: ``make(kind, f, length, reverse, unroll, bar, *options)``.
+
+    Normalises ``length``, ``unroll`` and ``pbar``, runs in Python under
+    ``jax.disable_jit()``, else compiles once per ``f`` and static options.
+    """
     length = infer_length(xs, length, kind)
     if isinstance(unroll, bool):  # as jax.lax.scan reads it; also keeps True and 1 apart in keys
         unroll = max(length, 1) if unroll else 1
     bar, bar_key = as_progress_bar(pbar)
     if jax.config.jax_disable_jit:
         return _python_scan(kind, f, init, xs, length, reverse, bar)
-    if not inside_transform():
-        loop = compile_once([f], (kind, length, bool(reverse), unroll, bar_key),
-                           lambda funs: _Scan(kind, funs[0], length, reverse, unroll, bar))
-        if loop is not None:
-            return loop(init, xs)
-    return _Scan(kind, f, length, reverse, unroll, bar)(init, xs)
+    return run_compiled_once(
+        [f], (kind, length, bool(reverse), unroll, bar_key) + options,
+        lambda funs: make(kind, funs[0], length, reverse, unroll, bar, *options), init, xs)
 
 
 def scan(f: Callable[[Carry, X], Tuple[Carry, Y]], init: Carry, xs: X,
@@ -375,12 +377,9 @@ def _run_while(kind: str, cond_fun: Callable, body_fun: Callable, init_val,
     _check_callable(kind, cond_fun=cond_fun, body_fun=body_fun)
     if jax.config.jax_disable_jit:
         return _python_while(kind, cond_fun, body_fun, init_val, max_steps)
-    if not inside_transform():
-        loop = compile_once([cond_fun, body_fun], (kind, max_steps, base),
-                           lambda funs: _While(kind, funs[0], funs[1], max_steps, base))
-        if loop is not None:
-            return loop(init_val)
-    return _While(kind, cond_fun, body_fun, max_steps, base)(init_val)
+    return run_compiled_once([cond_fun, body_fun], (kind, max_steps, base),
+                             lambda funs: _While(kind, funs[0], funs[1], max_steps, base),
+                             init_val)
 
 
 def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_val: T) -> T:
