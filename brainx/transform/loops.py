@@ -29,6 +29,7 @@ import jax.numpy as jnp
 
 from brainx.state.trace import StateTraceStack
 from brainx.transform.carry_check import keep_weak_types
+from brainx.transform.checkpoint_strategies import SegmentPlan
 from brainx.transform.loop_cache import run_compiled_once
 from brainx.transform.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.state_union import StateUnion, UnionSignature
@@ -335,25 +336,38 @@ class _While:
 
         def guarded(c):
             return jax.lax.cond(cond_c(c), body_c, lambda c: c, c)
-        return _guarded_steps(guarded, cond_c, carry, self.max_steps, self.base)
+        return _guarded_steps(guarded, cond_c, carry, _step_plan(self.max_steps, self.base))
 
 
-def _guarded_steps(guarded: Callable, cond: Callable, carry, n: int, base: Optional[int]):
-    """Run ``guarded`` exactly ``n`` times; with ``base``, as nested checkpointed scans."""
-    if base is None or n <= base:
-        return jax.lax.scan(lambda c, _: (guarded(c), None), carry, None, length=n)[0]
-    chunk = 1
-    while chunk * base < n:
-        chunk *= base  # ends with chunk < n <= chunk * base
-    blocks, rest = divmod(n, chunk)
+def _step_plan(n: int, base: Optional[int]) -> SegmentPlan:
+    """``n`` steps cut into segments of ``base ** k`` steps, or one flat loop without ``base``.
+
+    Each level's segments are the largest power of ``base`` below its length;
+    a level of at most ``base`` steps is a leaf.
+    """
+    sizes = []
+    while base is not None and base ** (len(sizes) + 1) < n:
+        sizes.append(base ** (len(sizes) + 1))
+    return SegmentPlan.build(n, sizes[::-1])
+
+
+def _guarded_steps(guarded: Callable, cond: Callable, carry, plan: SegmentPlan):
+    """Run ``guarded`` exactly ``plan.length`` times, as nested scans following ``plan``.
+
+    Each segment of a level is a checkpointed block, skipped (by
+    ``lax.cond``) once ``cond`` is false; a leaf is a plain scan.
+    """
+    if plan.is_leaf:
+        return jax.lax.scan(lambda c, _: (guarded(c), None), carry, None, length=plan.length)[0]
 
     def block(c, _):
-        inner = lambda c: _guarded_steps(guarded, cond, c, chunk, base)
+        inner = lambda c: _guarded_steps(guarded, cond, c, plan.child)
         return jax.lax.cond(cond(c), inner, lambda c: c, c), None
 
-    carry = jax.lax.scan(jax.checkpoint(block, prevent_cse=False), carry, None, length=blocks)[0]
-    if rest:
-        carry = _guarded_steps(guarded, cond, carry, rest, base)
+    carry = jax.lax.scan(jax.checkpoint(block, prevent_cse=False), carry, None,
+                         length=plan.count)[0]
+    if plan.tail is not None:
+        carry = _guarded_steps(guarded, cond, carry, plan.tail)
     return carry
 
 
