@@ -19,14 +19,13 @@ from typing import Any, Callable, Dict, Hashable, List, Optional
 
 import jax
 import jax.random as jr
-import numpy as np
 
 from brainx.errors import BatchAxisError
 from brainx.lanes import current_trace, is_batched_along, owned_traces
 from brainx.random.state import RandomState
 from brainx.state.state import State
 from brainx.state.trace import transform_scope
-from brainx.transform.loops import for_loop
+from brainx.transform.loops import for_loop, infer_length
 from brainx.transform.stateful import (
     StatefulFunction, StateSignature, read_state_values, write_state_values,
 )
@@ -292,12 +291,7 @@ def map(f: Callable, *xs: Any, batch_size: Optional[int] = None) -> Any:  # noqa
     """
     if not xs:
         raise ValueError("map: pass at least one array to map over.")
-    lengths = {np.shape(leaf)[0] if np.ndim(leaf) else "a scalar"
-               for leaf in jax.tree.leaves(xs)}
-    if len(lengths) != 1 or "a scalar" in lengths:
-        raise ValueError(f"map: every leaf of xs needs the same leading axis; got "
-                         f"{sorted(lengths, key=str)}.")
-    n = lengths.pop()
+    n = infer_length(xs, None, "map")
     if n == 0:
         raise ValueError("map: cannot map over an empty axis.")
     if batch_size is None:
