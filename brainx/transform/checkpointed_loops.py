@@ -16,19 +16,17 @@ from typing import Any, Callable, Optional, Tuple
 
 import jax
 
-from brainx.state.trace import inside_transform
 from brainx.transform.carry_check import keep_weak_types
 from brainx.transform.checkpoint_strategies import (
     Binomial, CheckpointStrategy, as_strategy,
 )
-from brainx.transform.loop_cache import compile_once
+from brainx.transform.loop_cache import run_compiled_once
 from brainx.transform.loops import (
-    _check_callable, _name, _non_negative_int, _pair, _python_scan, _python_while, _Scan,
-    infer_length,
+    _check_callable, _non_negative_int, _pair, _python_while, _run_scan, _Scan, _While,
 )
-from brainx.transform.progress_bar import ProgressBar, as_progress_bar
+from brainx.transform.progress_bar import ProgressBar
 from brainx.transform.reverse_loops import vjp_while_loop
-from brainx.transform.state_union import StateUnion, UnionSignature
+from brainx.transform.state_union import UnionSignature
 from brainx.transform.stateful import read_state_values, write_state_values
 
 __all__ = ["checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop"]
@@ -38,7 +36,7 @@ class _CheckpointedScan(_Scan):
     """A checkpointed scan over a stateful step: :class:`_Scan` run by a strategy."""
 
     def __init__(self, kind: str, fun: Callable, length: int, reverse: bool, unroll: int,
-                 strategy: CheckpointStrategy, bar: Optional[ProgressBar]):
+                 bar: Optional[ProgressBar], strategy: CheckpointStrategy):
         super().__init__(kind, fun, length, reverse, unroll, bar)
         self.strategy = strategy
 
@@ -64,23 +62,9 @@ class _CheckpointedScan(_Scan):
 def _run_checkpointed_scan(kind: str, f: Callable, init, xs, length: Optional[int],
                            base: Optional[int], pbar, checkpoint, reverse: bool,
                            unroll) -> Tuple[Any, Any]:
-    length = infer_length(xs, length, kind)
     strategy = as_strategy(checkpoint, base)
-    if isinstance(unroll, bool):
-        unroll = max(length, 1) if unroll else 1
-    bar, bar_key = as_progress_bar(pbar)
-    if jax.config.jax_disable_jit:
-        python_kind = "for_loop" if kind == "checkpointed_for_loop" else "scan"
-        return _python_scan(python_kind, f, init, xs, length, reverse, bar)
-
-    def build(funs):
-        return _CheckpointedScan(kind, funs[0], length, reverse, unroll, strategy, bar)
-
-    if not inside_transform():
-        loop = compile_once([f], (kind, length, bool(reverse), unroll, strategy, bar_key), build)
-        if loop is not None:
-            return loop(init, xs)
-    return build([f])(init, xs)
+    return _run_scan(kind, f, init, xs, length, reverse, unroll, pbar,
+                     make=_CheckpointedScan, options=(strategy,))
 
 
 def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
@@ -172,43 +156,17 @@ def checkpointed_for_loop(f: Callable, *xs, length: Optional[int] = None,
                                   checkpoint, reverse, unroll)[1]
 
 
-class _CheckpointedWhile:
-    """A reverse-differentiable while loop over a stateful condition and body."""
+class _CheckpointedWhile(_While):
+    """:class:`_While` run by :func:`vjp_while_loop`: reverse-differentiable in bounded memory."""
 
     def __init__(self, cond_fun: Callable, body_fun: Callable, max_steps: Optional[int],
                  snapshots: int):
-        self.max_steps, self.snapshots = max_steps, snapshots
-        self.union = StateUnion([cond_fun, body_fun],
-                                [f"checkpointed_while_loop cond_fun ({_name(cond_fun)})",
-                                 f"checkpointed_while_loop body_fun ({_name(body_fun)})"])
+        super().__init__("checkpointed_while_loop", cond_fun, body_fun, max_steps)
+        self.snapshots = snapshots
 
-    def __call__(self, init_val):
-        return self.union.call(lambda sig: self._run(sig, init_val), (init_val,))
-
-    def _run(self, sig: UnionSignature, init_val):
-        bad = sig.sigs[0].write_states
-        if bad:
-            raise ValueError(
-                f"checkpointed_while_loop: cond_fun writes {', '.join(map(repr, bad))}. The "
-                "condition of a while loop may read states but not write them; move the write "
-                "into body_fun. No state was changed.")
-        values = read_state_values(sig.states)
-        written, consts = sig.split(values)
-        pure_cond = sig.pure(0)
-        pure_body = sig.pure(1, check="body_fun of checkpointed_while_loop",
-                             weak_promotion=True)
-
-        def cond(consts, carry):
-            return pure_cond(sig.merge(carry[0], consts), carry[1])[0]
-
-        def body(consts, carry):
-            out, states = pure_body(sig.merge(carry[0], consts), carry[1])
-            return states, out
-
-        states, out = vjp_while_loop(cond, body, consts, (written, init_val),
-                                     max_steps=self.max_steps, snapshots=self.snapshots)
-        write_state_values(sig.write_states, keep_weak_types(written, states))
-        return out
+    def _loop(self, cond: Callable, body: Callable, consts, carry):
+        return vjp_while_loop(cond, body, consts, carry, max_steps=self.max_steps,
+                              snapshots=self.snapshots)
 
 
 def checkpointed_while_loop(cond_fun: Callable, body_fun: Callable, init_val, *,
@@ -256,12 +214,7 @@ def checkpointed_while_loop(cond_fun: Callable, body_fun: Callable, init_val, *,
     if jax.config.jax_disable_jit:
         return _python_while("checkpointed_while_loop", cond_fun, body_fun, init_val, max_steps)
 
-    def build(funs):
-        return _CheckpointedWhile(funs[0], funs[1], max_steps, strategy.snapshots)
-
-    if not inside_transform():
-        loop = compile_once([cond_fun, body_fun],
-                            ("checkpointed_while_loop", max_steps, strategy.snapshots), build)
-        if loop is not None:
-            return loop(init_val)
-    return build([cond_fun, body_fun])(init_val)
+    return run_compiled_once(
+        [cond_fun, body_fun], ("checkpointed_while_loop", max_steps, strategy.snapshots),
+        lambda funs: _CheckpointedWhile(funs[0], funs[1], max_steps, strategy.snapshots),
+        init_val)

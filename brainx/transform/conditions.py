@@ -25,9 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import core
 
-from brainx.state.trace import inside_transform
 from brainx.transform.carry_check import keep_weak_types
-from brainx.transform.loop_cache import compile_once
+from brainx.transform.loop_cache import run_compiled_once
 from brainx.transform.state_union import StateUnion, UnionSignature
 from brainx.transform.stateful import read_state_values, write_state_values
 
@@ -76,12 +75,9 @@ class _Branches:
 
 def _run_branches(kind: str, names: Sequence[str], index, branches: Sequence[Callable],
                   operands: tuple):
-    if not inside_transform():  # outside every transform: compile once per set of branches
-        run = compile_once(branches, (kind, len(branches)),
-                           lambda funs: _Branches(kind, names, funs))
-        if run is not None:
-            return run(index, *operands)
-    return _Branches(kind, names, branches)(index, *operands)
+    # outside every transform: compile once per set of branches
+    return run_compiled_once(branches, (kind, len(branches)),
+                             lambda funs: _Branches(kind, names, funs), index, *operands)
 
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands) -> Any:

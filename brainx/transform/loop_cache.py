@@ -21,9 +21,11 @@ import types
 import weakref
 from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
+from brainx.state.trace import inside_transform
 from brainx.transform.jit import JittedFunction
 
-__all__ = ["compile_once", "clear_loop_cache", "loop_cache_size", "WeakFunction"]
+__all__ = ["compile_once", "run_compiled_once", "clear_loop_cache", "loop_cache_size",
+           "WeakFunction"]
 
 _MAX_ENTRIES = 512
 _CACHE: Dict[Hashable, Tuple[tuple, JittedFunction]] = {}
@@ -111,6 +113,32 @@ def compile_once(funs: Sequence[Callable], config: Hashable,
         del _CACHE[next(iter(_CACHE))]
     _CACHE[key] = (refs, loop)
     return loop
+
+
+def run_compiled_once(funs: Sequence[Callable], config: Hashable,
+                      build: Callable[[Sequence[Callable]], Callable], *args) -> Any:
+    """``build(funs)(*args)``, through the cached compiled loop when outside every transform.
+
+    Outside every brainx transform this calls :func:`compile_once`'s loop
+    for ``(funs, config)``; inside one (where the enclosing transform
+    compiles), or when ``funs`` cannot be cached, it builds the loop and
+    runs it uncached.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from brainx.transform.loop_cache import run_compiled_once
+    >>> def double(x):
+    ...     return 2 * x
+    >>> build = lambda funs: (lambda x: funs[0](x))
+    >>> float(run_compiled_once([double], ("example",), build, jnp.ones(())))
+    2.0
+    """
+    if not inside_transform():
+        loop = compile_once(funs, config, build)
+        if loop is not None:
+            return loop(*args)
+    return build(list(funs))(*args)
 
 
 def clear_loop_cache() -> None:

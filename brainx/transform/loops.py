@@ -22,14 +22,15 @@ calling it again with the same shapes does not retrace or recompile.
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, Optional, Tuple, TypeVar
+from typing import Any, Callable, Optional, Sequence, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
 
-from brainx.state.trace import StateTraceStack, inside_transform
+from brainx.state.trace import StateTraceStack
 from brainx.transform.carry_check import keep_weak_types
-from brainx.transform.loop_cache import compile_once
+from brainx.transform.checkpoint_strategies import SegmentPlan
+from brainx.transform.loop_cache import run_compiled_once
 from brainx.transform.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.state_union import StateUnion, UnionSignature
 from brainx.transform.stateful import _name, read_state_values, write_state_values
@@ -152,7 +153,7 @@ def _python_scan(kind: str, f: Callable, init, xs, length: int, reverse: bool,
     order = range(length - 1, -1, -1) if reverse else range(length)
     for done, i in enumerate(order, 1):
         x = jax.tree.map(lambda a: a[i], xs)
-        if kind == "for_loop":
+        if kind.endswith("for_loop"):  # for_loop, checkpointed_for_loop
             y = f(*x)
         else:
             carry, y = _pair(f(carry, x), f"the step of {kind} ({_name(f)})")
@@ -165,19 +166,21 @@ def _python_scan(kind: str, f: Callable, init, xs, length: int, reverse: bool,
 
 
 def _run_scan(kind: str, f: Callable, init, xs, length: Optional[int], reverse: bool, unroll,
-              pbar) -> Tuple[Any, Any]:
+              pbar, make: Callable[..., _Scan] = _Scan, options: tuple = ()) -> Tuple[Any, Any]:
+    """Run the ``kind`` loop: ``make(kind, f, length, reverse, unroll, bar, *options)``.
+
+    Normalises ``length``, ``unroll`` and ``pbar``, runs in Python under
+    ``jax.disable_jit()``, else compiles once per ``f`` and static options.
+    """
     length = infer_length(xs, length, kind)
     if isinstance(unroll, bool):  # as jax.lax.scan reads it; also keeps True and 1 apart in keys
         unroll = max(length, 1) if unroll else 1
     bar, bar_key = as_progress_bar(pbar)
     if jax.config.jax_disable_jit:
         return _python_scan(kind, f, init, xs, length, reverse, bar)
-    if not inside_transform():
-        loop = compile_once([f], (kind, length, bool(reverse), unroll, bar_key),
-                           lambda funs: _Scan(kind, funs[0], length, reverse, unroll, bar))
-        if loop is not None:
-            return loop(init, xs)
-    return _Scan(kind, f, length, reverse, unroll, bar)(init, xs)
+    return run_compiled_once(
+        [f], (kind, length, bool(reverse), unroll, bar_key) + options,
+        lambda funs: make(kind, funs[0], length, reverse, unroll, bar, *options), init, xs)
 
 
 def scan(f: Callable[[Carry, X], Tuple[Carry, Y]], init: Carry, xs: X,
@@ -276,6 +279,19 @@ def for_loop(f: Callable[..., Y], *xs, length: Optional[int] = None, reverse: bo
 
 # -- while loops -----------------------------------------------------------------------------
 
+def _refuse_cond_writes(kind: str, written: Sequence[Any], *, unchanged: bool) -> None:
+    """Raise the ``ValueError`` for a ``cond_fun`` that writes the states ``written`` (if any).
+
+    ``unchanged`` says that no state was changed yet (the traced loops check
+    before running; the Python loop of ``disable_jit`` finds out mid-loop).
+    """
+    if written:
+        raise ValueError(
+            f"{kind}: cond_fun writes {', '.join(map(repr, written))}. The condition of a while "
+            "loop may read states but not write them; move the write into body_fun."
+            + (" No state was changed." if unchanged else ""))
+
+
 class _While:
     """A while loop (or a bounded one) over a stateful condition and body."""
 
@@ -290,50 +306,68 @@ class _While:
         return self.union.call(lambda sig: self._run(sig, init_val), (init_val,))
 
     def _run(self, sig: UnionSignature, init_val):
-        bad = sig.sigs[0].write_states
-        if bad:
-            raise ValueError(
-                f"{self.kind}: cond_fun writes {', '.join(map(repr, bad))}. The condition of a "
-                "while loop may read states but not write them; move the write into body_fun. "
-                "No state was changed.")
+        _refuse_cond_writes(self.kind, sig.sigs[0].write_states, unchanged=True)
         values = read_state_values(sig.states)
         written, consts = sig.split(values)
         pure_cond = sig.pure(0)
         pure_body = sig.pure(1, check=f"body_fun of {self.kind}", weak_promotion=True)
 
-        def cond(carry):
+        def cond(consts, carry):
             return pure_cond(sig.merge(carry[0], consts), carry[1])[0]
 
-        def body(carry):
+        def body(consts, carry):
             out, states = pure_body(sig.merge(carry[0], consts), carry[1])
             return states, out
 
-        if self.max_steps is None:
-            final = jax.lax.while_loop(cond, body, (written, init_val))
-        else:
-            def guarded(carry):
-                return jax.lax.cond(cond(carry), body, lambda c: c, carry)
-            final = _guarded_steps(guarded, cond, (written, init_val), self.max_steps, self.base)
+        final = self._loop(cond, body, consts, (written, init_val))
         write_state_values(sig.write_states, keep_weak_types(written, final[0]))
         return final[1]
 
+    def _loop(self, cond: Callable, body: Callable, consts, carry):
+        """Run the pure loop ``cond(consts, carry)`` / ``body(consts, carry)`` from ``carry``."""
+        def cond_c(c):
+            return cond(consts, c)
 
-def _guarded_steps(guarded: Callable, cond: Callable, carry, n: int, base: Optional[int]):
-    """Run ``guarded`` exactly ``n`` times; with ``base``, as nested checkpointed scans."""
-    if base is None or n <= base:
-        return jax.lax.scan(lambda c, _: (guarded(c), None), carry, None, length=n)[0]
-    chunk = 1
-    while chunk * base < n:
-        chunk *= base  # ends with chunk < n <= chunk * base
-    blocks, rest = divmod(n, chunk)
+        def body_c(c):
+            return body(consts, c)
+
+        if self.max_steps is None:
+            return jax.lax.while_loop(cond_c, body_c, carry)
+
+        def guarded(c):
+            return jax.lax.cond(cond_c(c), body_c, lambda c: c, c)
+        return _guarded_steps(guarded, cond_c, carry, _step_plan(self.max_steps, self.base))
+
+
+def _step_plan(n: int, base: Optional[int]) -> SegmentPlan:
+    """``n`` steps cut into segments of ``base ** k`` steps, or one flat loop without ``base``.
+
+    Each level's segments are the largest power of ``base`` below its length;
+    a level of at most ``base`` steps is a leaf.
+    """
+    sizes = []
+    while base is not None and base ** (len(sizes) + 1) < n:
+        sizes.append(base ** (len(sizes) + 1))
+    return SegmentPlan.build(n, sizes[::-1])
+
+
+def _guarded_steps(guarded: Callable, cond: Callable, carry, plan: SegmentPlan):
+    """Run ``guarded`` exactly ``plan.length`` times, as nested scans following ``plan``.
+
+    Each segment of a level is a checkpointed block, skipped (by
+    ``lax.cond``) once ``cond`` is false; a leaf is a plain scan.
+    """
+    if plan.is_leaf:
+        return jax.lax.scan(lambda c, _: (guarded(c), None), carry, None, length=plan.length)[0]
 
     def block(c, _):
-        inner = lambda c: _guarded_steps(guarded, cond, c, chunk, base)
+        inner = lambda c: _guarded_steps(guarded, cond, c, plan.child)
         return jax.lax.cond(cond(c), inner, lambda c: c, c), None
 
-    carry = jax.lax.scan(jax.checkpoint(block, prevent_cse=False), carry, None, length=blocks)[0]
-    if rest:
-        carry = _guarded_steps(guarded, cond, carry, rest, base)
+    carry = jax.lax.scan(jax.checkpoint(block, prevent_cse=False), carry, None,
+                         length=plan.count)[0]
+    if plan.tail is not None:
+        carry = _guarded_steps(guarded, cond, carry, plan.tail)
     return carry
 
 
@@ -344,10 +378,7 @@ def _python_while(kind: str, cond_fun: Callable, body_fun: Callable, val,
     while max_steps is None or steps < max_steps:
         with StateTraceStack(restore=True) as trace:
             go = cond_fun(val)
-        if trace.get_write_states():
-            raise ValueError(f"{kind}: cond_fun writes "
-                             f"{', '.join(map(repr, trace.get_write_states()))}. The condition "
-                             "of a while loop may read states but not write them.")
+        _refuse_cond_writes(kind, trace.get_write_states(), unchanged=False)
         if not go:
             break
         val = body_fun(val)
@@ -360,12 +391,9 @@ def _run_while(kind: str, cond_fun: Callable, body_fun: Callable, init_val,
     _check_callable(kind, cond_fun=cond_fun, body_fun=body_fun)
     if jax.config.jax_disable_jit:
         return _python_while(kind, cond_fun, body_fun, init_val, max_steps)
-    if not inside_transform():
-        loop = compile_once([cond_fun, body_fun], (kind, max_steps, base),
-                           lambda funs: _While(kind, funs[0], funs[1], max_steps, base))
-        if loop is not None:
-            return loop(init_val)
-    return _While(kind, cond_fun, body_fun, max_steps, base)(init_val)
+    return run_compiled_once([cond_fun, body_fun], (kind, max_steps, base),
+                             lambda funs: _While(kind, funs[0], funs[1], max_steps, base),
+                             init_val)
 
 
 def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_val: T) -> T:
