@@ -6,7 +6,6 @@ import sys
 
 import brainunit as u
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

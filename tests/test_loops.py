@@ -1,9 +1,5 @@
 """scan, for_loop, while_loop and bounded_while_loop against plain JAX with explicit state passing."""
 
-import gc
-import io
-import sys
-import weakref
 
 import jax
 import jax.numpy as jnp
@@ -13,79 +9,12 @@ from hypothesis import given, settings, strategies as st
 
 import brainx
 from brainx.transform import (
-    ProgressBar, bounded_while_loop, checkpoint, cond, for_loop, grad, jit, scan, while_loop,
+    bounded_while_loop, checkpoint, cond, for_loop, grad, jit, scan, while_loop,
 )
-from brainx.transform.loop_cache import loop_cache_size
 
-N = 3
-
-
-class Net:
-    """A small recurrent net: v and count are written every step, w and b only read."""
-
-    def __init__(self, seed=0):
-        k1, k2 = jax.random.split(jax.random.PRNGKey(seed))
-        self.w = brainx.ParamState(jax.random.normal(k1, (N, N)) * 0.6, name="w")
-        self.b = brainx.ParamState(jax.random.normal(k2, (N,)) * 0.1, name="b")
-        self.v = brainx.HiddenState(jnp.zeros(N), name="v")
-        self.count = brainx.ShortTermState(jnp.zeros((), jnp.int32), name="count")
-
-    def step(self, x):
-        self.v.value = jnp.tanh(self.v.value @ self.w.value + x + self.b.value)
-        self.count.value = self.count.value + 1
-        return self.v.value.sum()
-
-    def scan_step(self, acc, x):
-        y = self.step(x)
-        return acc + y * y, self.v.value
-
-    def params(self):
-        return self.w.value, self.b.value
-
-    def states(self):
-        return self.v.value, self.count.value
-
-
-def ref_step(params, states, x):
-    w, b = params
-    v, count = states
-    v = jnp.tanh(v @ w + x + b)
-    return (v, count + 1), v.sum()
-
-
-def ref_for_loop(params, states, xs, reverse=False):
-    return jax.lax.scan(lambda s, x: ref_step(params, s, x), states, xs, reverse=reverse)
-
-
-def ref_scan(params, states, acc, xs, reverse=False):
-    def body(carry, x):
-        s, acc = carry
-        s, y = ref_step(params, s, x)
-        return (s, acc + y * y), s[0]
-    (states, acc), vs = jax.lax.scan(body, (states, acc), xs, reverse=reverse)
-    return states, acc, vs
-
-
-def inputs(length, seed=1):
-    return jax.random.normal(jax.random.PRNGKey(seed), (length, N))
-
-
-def assert_tree_close(a, b, rtol=1e-5, atol=1e-6):
-    la, ta = jax.tree.flatten(a)
-    lb, tb = jax.tree.flatten(b)
-    assert ta == tb
-    for x, y in zip(la, lb):
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
-
-
-def snapshot(*states):
-    return [jax.tree.map(np.array, s.value) for s in states]
-
-
-def assert_unchanged(states, before):
-    for s, b in zip(states, before):
-        assert_tree_close(s.value, b, rtol=0, atol=0)
-
+from loop_models import (  # noqa: E402 - shared with test_loop_tools.py
+    N, CompileCounter, Net, assert_tree_close, assert_unchanged, inputs, ref_for_loop, ref_scan, ref_step, snapshot,
+)
 
 # lengths 1, primes and powers of two, forwards and backwards
 LENGTHS = [(1, False), (1, True), (2, True), (7, False), (8, True), (13, True), (16, False)]
@@ -420,131 +349,6 @@ def test_bad_arguments():
         for_loop(lambda x: x, jnp.ones(3), pbar="yes")
 
 
-# -- compile once ------------------------------------------------------------------------------
-
-class CompileCounter:
-    def __enter__(self):
-        self.count = 0
-        self._listener = lambda name, *a, **k: (
-            setattr(self, "count", self.count + 1) if name.endswith("backend_compile_duration") else None)
-        jax.monitoring.register_event_duration_secs_listener(self._listener)
-        return self
-
-    def __exit__(self, *exc):
-        jax.monitoring.unregister_event_duration_listener(self._listener)
-
-
-@pytest.mark.parametrize("loop", ["for_loop", "scan", "while_loop", "bounded"])
-def test_loop_outside_jit_compiles_once(loop):
-    net = Net()
-    traces = []
-
-    def step(x):
-        traces.append(1)
-        return net.step(x)
-
-    def body(n):
-        step(jnp.ones(N))
-        return n + 1
-
-    cond_fun = lambda n: n < 5
-    run = {"for_loop": lambda xs: for_loop(step, xs),
-           "scan": lambda xs: scan(lambda c, x: (c + step(x), None), 0.0, xs)[0],
-           "while_loop": lambda xs: while_loop(cond_fun, body, 0),
-           "bounded": lambda xs: bounded_while_loop(cond_fun, body, 0, max_steps=8)}[loop]
-    if loop == "scan":   # a stable step function (a fresh lambda per call is a new function)
-        scan_step = lambda c, x: (c + step(x), None)
-        run = lambda xs: scan(scan_step, 0.0, xs)[0]
-    xs, xs2, xs3 = inputs(6), inputs(6, seed=7), inputs(9)
-    with CompileCounter() as first:
-        out1 = run(xs)
-    n_traces = len(traces)
-    with CompileCounter() as again:
-        out2 = run(xs)
-        out3 = run(xs2)
-    assert first.count >= 1 and again.count == 0
-    assert len(traces) == n_traces          # no retrace either
-    assert int(net.count.value) == (18 if loop in ("for_loop", "scan") else 15)
-    assert not np.allclose(np.asarray(out1), np.asarray(out3)) or loop in ("while_loop", "bounded")
-    del out2
-    with CompileCounter() as other_shape:
-        run(xs3)
-    assert other_shape.count == (1 if loop in ("for_loop", "scan") else 0)
-
-
-def test_compiled_loop_sees_new_states_and_releases_dead_functions():
-    net, xs = Net(), inputs(4)
-
-    def step(x):
-        return net.step(x)
-
-    for_loop(step, xs)
-    net.v = brainx.HiddenState(jnp.full(N, 0.5), name="v2")   # a re-initialised model
-    ys = for_loop(step, xs)
-    _, ys_ref = ref_for_loop(net.params(), (jnp.full(N, 0.5), jnp.int32(0)), xs)
-    assert_tree_close(ys, ys_ref)
-
-    gc.collect()
-    size = loop_cache_size()
-    ref = weakref.ref(step)
-    del step
-    gc.collect()
-    assert ref() is None and loop_cache_size() == size - 1
-    # bound methods are cached per instance, and die with it
-    other = Net(5)
-    for_loop(other.step, xs)
-    for_loop(other.step, xs)
-    assert loop_cache_size() == size
-    del other
-    gc.collect()
-    assert loop_cache_size() == size - 1
-
-
-# -- progress bar ------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("kind", ["for_loop", "scan", "jit", "grad"])
-def test_progress_bar_leaves_results_unchanged_and_shows_progress(kind):
-    xs = inputs(10)
-    out = io.StringIO()
-    bar = ProgressBar(freq=3, file=out, desc="simulating")
-    net, ref = Net(), Net()
-    if kind == "for_loop":
-        got, want = for_loop(net.step, xs, pbar=bar), for_loop(ref.step, xs)
-    elif kind == "scan":
-        got = scan(net.scan_step, 0.0, xs, pbar=bar)
-        want = scan(ref.scan_step, 0.0, xs)
-    elif kind == "jit":
-        got = jit(lambda xs: for_loop(net.step, xs, pbar=bar))(xs)
-        want = for_loop(ref.step, xs)
-    else:
-        loss = lambda pb: (lambda xs: for_loop(net.step if pb else ref.step, xs, pbar=pb).sum())
-        got = grad(loss(bar), grad_states=net.w)(xs)
-        want = grad(loss(None), grad_states=ref.w)(xs)
-    assert_tree_close((got, net.states()), (want, ref.states()))
-    text = out.getvalue()
-    assert "simulating" in text and "10/10" in text
-
-
-def test_progress_bar_true_and_desc_function(capsys):
-    net = Net()
-    ys = for_loop(net.step, inputs(5), pbar=True)
-    assert "5/5" in capsys.readouterr().err
-    out = io.StringIO()
-    bar = ProgressBar(count=2, file=out, desc=("step {i} v0={v:.3f}", lambda d: {"i": d["i"],
-                                                                                 "v": d["y"]}))
-    ys2 = for_loop(Net().step, inputs(5), pbar=bar)
-    assert_tree_close(ys, ys2)
-    assert "step 4 v0=" in out.getvalue() and "5/5" in out.getvalue()
-
-
-def test_progress_bar_without_tqdm_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
-    with pytest.raises(ImportError, match="pip install tqdm"):
-        ProgressBar()
-    with pytest.raises(ImportError, match="pip install tqdm"):
-        for_loop(lambda x: x, jnp.ones(3), pbar=True)
-
-
 def test_core_fix_transform_of_a_transform_keeps_its_own_attributes():
     # functools.update_wrapper used to copy grad(f).__dict__ into jit(grad(f)), so the jit
     # called f itself and returned its value instead of the gradient.
@@ -605,20 +409,3 @@ def test_core_fix_discovery_takes_abstract_arguments():
     sig = sf.discover((), (jax.ShapeDtypeStruct((2,), jnp.float32),), {})
     assert sig.states == (h,) and sig.written == (True,)
     assert for_loop(step, jnp.zeros((0, 2))).shape == (0, 2)
-
-
-def test_an_inline_progress_bar_does_not_recompile_the_loop():
-    from brainx.transform.loop_cache import loop_cache_size
-    from brainx.transform import ProgressBar, for_loop
-
-    h = brainx.HiddenState(jnp.zeros(()))
-
-    def step(x):
-        h.value = h.value + x
-        return h.value
-
-    for_loop(step, jnp.ones(4), pbar=ProgressBar(freq=2))
-    n = loop_cache_size()
-    for_loop(step, jnp.ones(4), pbar=ProgressBar(freq=2))
-    assert loop_cache_size() == n
-    assert float(h.value) == 8.0
