@@ -299,3 +299,44 @@ def test_method_decorator():
     assert float(c.h.value) == 6.0
     g = transform.grad(lambda: c.step(1.0, True), grad_states=c.w)()
     assert float(g) == 2.0
+
+
+def test_property_checkpoint_is_invisible_to_values_states_and_gradients():
+    """Random programs over a few states: checkpointed == plain == explicit-state JAX."""
+    from hypothesis import given, settings, strategies as st
+
+    ops = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2),
+                             st.sampled_from(["tanh", "mul", "add"])), min_size=1, max_size=5)
+
+    @settings(max_examples=12, deadline=None)
+    @given(program=ops, policy=st.sampled_from(list(POLICIES)))
+    def check(program, policy):
+        def run(vals, w, x):  # explicit-state reference: vals[i] <- op(vals[j], w * x)
+            vals = list(vals)
+            for i, j, op in program:
+                v = w * x + vals[j]
+                vals[i] = jnp.tanh(v) if op == "tanh" else (v * vals[i] if op == "mul" else v + 1.0)
+            return sum(jnp.sum(v ** 2) for v in vals), vals
+
+        init = [jnp.full(3, 0.1 * (k + 1)) for k in range(3)]
+        w0, x = jnp.array([0.5, -1.0, 2.0]), jnp.float32(0.3)
+        results = []
+        for remat in (False, True):
+            w = brainx.ParamState(w0)
+            states = [brainx.State(v) for v in init]
+
+            def step(x):
+                vals = [s.value for s in states]
+                out, new = run(vals, w.value, x)
+                for s, v in zip(states, new):
+                    s.value = v
+                return out
+
+            f = transform.checkpoint(step, policy=POLICIES[policy]) if remat else step
+            g, value = transform.grad(f, grad_states=w, return_value=True)(x)
+            results.append((g, value, [s.value for s in states]))
+        (pv, pnew), pg = jax.value_and_grad(lambda w: run(init, w, x), has_aux=True)(w0)
+        for g, value, new in results:
+            assert _close(g, pg, 1e-4) and _close(value, pv, 1e-4) and _close(new, pnew, 1e-4)
+
+    check()
