@@ -203,7 +203,9 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
     tree structure recompiles, and a Python value captured by closure is
     frozen at trace time. Unlike ``jax.jit``, creating a state outside every
     transform (re-initialising a model, say) makes the next call look for the
-    function's states again, so new state objects are never missed.
+    function's states again, so new state objects are never missed. That look
+    is one abstract trace (no recompilation when the states are the same
+    objects), so create long-lived states up front rather than one per call.
 
     Parameters
     ----------
