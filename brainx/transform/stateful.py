@@ -118,19 +118,8 @@ def write_state_values(states: Sequence[State], values: Sequence[Any]) -> None:
         s._value = v
 
 
-try:  # the concrete array type: one `type(v) is` check settles the common case
-    from jax._src.array import ArrayImpl as _ArrayImpl
-except ImportError:  # pragma: no cover - older or newer jax layouts
-    _ArrayImpl = None
-
-
 def _holds_tracer(values: Sequence[Any]) -> bool:
-    for v in values:
-        if type(v) is _ArrayImpl:
-            continue
-        if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(v)):
-            return True
-    return False
+    return any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(values))
 
 
 def _is_array_like(x: Any) -> bool:
