@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 
 import jax
 import numpy as np
-from jax._src import core
+# The one private JAX function we need: there is no public way to make a weakly typed array.
 from jax._src.lax.lax import _convert_element_type
 
 from brainx.errors import StateTypeError
@@ -23,11 +23,16 @@ from brainx.state.state import State
 __all__ = ["check_state_types", "describe_type", "same_type", "keep_weak_types"]
 
 
-def _leaf_type(x: Any) -> Optional[core.AbstractValue]:
+def _leaf_type(x: Any) -> Optional[Any]:
     try:
-        return core.shaped_abstractify(x)
+        return jax.typeof(x)
     except (TypeError, ValueError):
         return None
+
+
+def _typematch(a: Any, b: Any) -> bool:
+    """Same shape and dtype (weak typing aside)."""
+    return a.shape == b.shape and a.dtype == b.dtype
 
 
 def _leaf_str(x: Any) -> str:
@@ -84,7 +89,7 @@ def same_type(old: Any, new: Any, *, weak_promotion: bool = False) -> bool:
             if ta is not tb:
                 return False
             continue
-        if core.typematch(ta, tb):
+        if _typematch(ta, tb):
             continue
         if (weak_promotion and getattr(ta, "weak_type", False)
                 and getattr(ta, "shape", None) == getattr(tb, "shape", None)):
@@ -144,7 +149,7 @@ def keep_weak_types(old_values: Sequence[Any], new_values: Sequence[Any]) -> lis
     def fix(old, new):
         ta, tb = _leaf_type(old), _leaf_type(new)
         if (ta is not None and tb is not None and getattr(ta, "weak_type", False)
-                and not getattr(tb, "weak_type", False) and core.typematch(ta, tb)):
+                and not getattr(tb, "weak_type", False) and _typematch(ta, tb)):
             return _convert_element_type(new, tb.dtype, weak_type=True)
         return new
 

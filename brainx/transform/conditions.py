@@ -23,7 +23,6 @@ from typing import Any, Callable, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src import core
 
 from brainx.transform.carry_check import keep_weak_types
 from brainx.transform.loop_cache import run_compiled_once
@@ -116,7 +115,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands) -> Any:
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("cond: true_fun and false_fun must be callable.")
     pred = _as_predicate(pred, "cond")
-    if jax.config.jax_disable_jit and core.is_concrete(pred):
+    if jax.config.jax_disable_jit and not isinstance(pred, jax.core.Tracer):
         return true_fun(*operands) if pred else false_fun(*operands)
     return _run_branches("cond", ["false branch", "true branch"], pred, (false_fun, true_fun),
                          operands)
@@ -168,7 +167,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands) -> Any:
         return branches[0](*operands)
     index = jax.lax.clamp(np.int32(0), jax.lax.convert_element_type(index, np.int32),
                           np.int32(len(branches) - 1))
-    if jax.config.jax_disable_jit and core.is_concrete(index):
+    if jax.config.jax_disable_jit and not isinstance(index, jax.core.Tracer):
         return branches[int(index)](*operands)
     return _run_branches("switch", [f"branch {i}" for i in range(len(branches))], index,
                          branches, operands)
@@ -216,7 +215,7 @@ def ifelse(conditions: Sequence[Any], branches: Sequence[Callable], *operands,
         raise ValueError(f"ifelse: got {len(conditions)} conditions for {len(branches)} "
                          "branches; give one condition per branch.")
     preds = [_as_predicate(c, "ifelse") for c in conditions]
-    if all(core.is_concrete(p) for p in preds):
+    if not any(isinstance(p, jax.core.Tracer) for p in preds):
         flags = [bool(p) for p in preds]
         if check_cond and sum(flags) != 1:
             raise ValueError(f"ifelse: check_cond=True needs exactly one true condition, got "
