@@ -85,9 +85,7 @@ class _LaneStatefulFunction(StatefulFunction):
         mapped = owner.jax_vmap(lane, ([owner.in_state_axes[s] for s in declared],
                                        owner.in_axes, 0), None)
         jax.eval_shape(mapped, [s._value for s in declared], dyn_args, dyn_kwargs)
-        states = scope.states
-        sig = StateSignature(states=states, written=tuple(scope.was_written(s) for s in states),
-                             read=tuple(s in scope._read for s in states))
+        sig = StateSignature.from_scope(scope)
         self._cache[key] = sig
         return sig
 

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from brainx.state.state import State
 from brainx.transform.carry_check import check_state_types
-from brainx.transform.stateful import RetraceNeeded, StatefulFunction, StateSignature
+from brainx.transform.stateful import StatefulFunction, StateSignature, run_with_rediscovery
 
 __all__ = ["StateUnion", "UnionSignature"]
 
@@ -141,19 +141,6 @@ class StateUnion:
         gives each its own example arguments.
         """
         all_args = per_function_args or [args] * len(self.functions)
-        sig = self.signature(all_args)
-        try:
-            return run(sig)
-        except RetraceNeeded as e:
-            if not any(e.owner is sf for sf in self.functions):
-                raise  # an inner transform's stale cache: its owner handles it
-            sig = self.signature(all_args, fresh=True)
-        try:
-            return run(sig)
-        except RetraceNeeded as e:
-            if not any(e.owner is sf for sf in self.functions):
-                raise
-            raise RuntimeError(
-                f"{e.owner.name} touched different states on two traces with the same "
-                f"arguments ({list(e.states)!r}). A function under a brainx transform must "
-                "touch the same states every time it is traced.") from None
+        return run_with_rediscovery(run, self.signature(all_args),
+                                    lambda: self.signature(all_args, fresh=True),
+                                    lambda owner: any(owner is sf for sf in self.functions))

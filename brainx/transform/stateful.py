@@ -36,7 +36,7 @@ from brainx.state.trace import _THREAD, transform_scope
 
 __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded",
-    "read_state_values", "write_state_values",
+    "read_state_values", "write_state_values", "run_with_rediscovery",
 ]
 
 
@@ -72,6 +72,13 @@ class StateSignature:
     def __post_init__(self):
         self.index.update({s: i for i, s in enumerate(self.states)})
 
+    @classmethod
+    def from_scope(cls, scope, epoch: int = 0) -> "StateSignature":
+        """The signature recorded by a discovery scope (a :class:`~brainx.StateTraceStack`)."""
+        states = scope.states
+        return cls(states=states, written=tuple(scope.was_written(s) for s in states),
+                   read=tuple(s in scope._read for s in states), epoch=epoch)
+
     @property
     def write_states(self) -> Tuple[State, ...]:
         return tuple(s for s, w in zip(self.states, self.written) if w)
@@ -87,6 +94,30 @@ class StateSignature:
     @property
     def write_indices(self) -> Tuple[int, ...]:
         return tuple(i for i, w in enumerate(self.written) if w)
+
+
+def run_with_rediscovery(run: Callable[[Any], Any], sig: Any, rediscover: Callable[[], Any],
+                         owns: Callable[[Any], bool]) -> Any:
+    """``run(sig)``; if its trace finds ``sig`` stale, ``run(rediscover())`` once.
+
+    Only a :class:`RetraceNeeded` whose owner ``owns`` accepts is handled here;
+    an inner transform's is left to that transform. A second stale trace means
+    the function touches different states each time it is traced: an error.
+    """
+    try:
+        return run(sig)
+    except RetraceNeeded as e:
+        if not owns(e.owner):
+            raise
+    try:
+        return run(rediscover())
+    except RetraceNeeded as e:
+        if not owns(e.owner):
+            raise
+        raise RuntimeError(
+            f"{e.owner.name} touched different states on two traces with the same "
+            f"arguments ({list(e.states)!r}). A function under a brainx transform must "
+            "touch the same states every time it is traced.") from None
 
 
 def read_state_values(states: Sequence[State]) -> list:
@@ -317,11 +348,7 @@ class StatefulFunction:
                 return self.fun(*args, **kwargs)
 
         jax.eval_shape(traced, *[leaf for leaf, a in zip(leaves, is_array) if a])
-        states = scope.states
-        sig = StateSignature(states=states,
-                             written=tuple(scope.was_written(s) for s in states),
-                             read=tuple(s in scope._read for s in states),
-                             epoch=epoch)
+        sig = StateSignature.from_scope(scope, epoch)
         self._cache[key] = sig
         return sig
 
@@ -378,22 +405,10 @@ class StatefulFunction:
              kwargs: dict):
         """``run(sig, key, dyn_args, dyn_kwargs)`` with a signature, retrying once if stale."""
         key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        sig = self.lookup(key, dyn_args, dyn_kwargs)
-        try:
-            return run(sig, key, dyn_args, dyn_kwargs)
-        except RetraceNeeded as e:
-            if e.owner is not self:
-                raise
-            sig = self.discover(key, dyn_args, dyn_kwargs)
-        try:
-            return run(sig, key, dyn_args, dyn_kwargs)
-        except RetraceNeeded as e:
-            if e.owner is not self:
-                raise
-            raise RuntimeError(
-                f"{self.name} touched different states on two traces with the same "
-                f"arguments ({list(e.states)!r}). A function under a brainx transform must "
-                "touch the same states every time it is traced.") from None
+        return run_with_rediscovery(lambda sig: run(sig, key, dyn_args, dyn_kwargs),
+                                    self.lookup(key, dyn_args, dyn_kwargs),
+                                    lambda: self.discover(key, dyn_args, dyn_kwargs),
+                                    lambda owner: owner is self)
 
     # -- inspection -----------------------------------------------------------
     def make_jaxpr(self, *args, **kwargs):
