@@ -12,7 +12,7 @@ from brainx.state.trace import _THREAD
 from brainx.transform.bound import bind_to_instance
 from brainx.transform.stateful import (
     RetraceNeeded, StatefulFunction, StateSignature, normalize_argnums, read_state_values,
-    write_state_values,
+    run_with_rediscovery, write_state_values,
 )
 
 __all__ = ["jit", "JittedFunction"]
@@ -27,6 +27,10 @@ class _Entry:
         self.sig = sig
         self.jitted = jitted
         self.write_states = sig.write_states
+
+
+def _call_entry(entry: _Entry, dyn_args: tuple, dyn_kwargs: dict):
+    return entry.jitted(read_state_values(entry.sig.states), *dyn_args, **dyn_kwargs)
 
 
 class JittedFunction:
@@ -96,9 +100,8 @@ class JittedFunction:
         except RetraceNeeded as e:
             if e.owner is not self.stateful:
                 raise
-            entry = self._entry(key, dyn_args, dyn_kwargs, stale=True)
-            values = read_state_values(entry.sig.states)
-            out, new_values = entry.jitted(values, *dyn_args, **dyn_kwargs)
+            entry, (out, new_values) = self._run_entry(key, dyn_args, dyn_kwargs, _call_entry,
+                                                       stale=True)
         if new_values:
             write_state_values(entry.write_states, new_values)
         return out
@@ -111,17 +114,19 @@ class JittedFunction:
             donate_argnums=self._donate_argnums, **self._jit_kwargs))
 
     # -- ahead of time ------------------------------------------------------------
+    def _run_entry(self, key, dyn_args: tuple, dyn_kwargs: dict,
+                   use: Callable[[_Entry, tuple, dict], Any], stale: bool = False):
+        """``(entry, use(entry, dyn_args, dyn_kwargs))``, rediscovering once if the trace finds new states."""
+        return run_with_rediscovery(
+            lambda entry: (entry, use(entry, dyn_args, dyn_kwargs)),
+            self._entry(key, dyn_args, dyn_kwargs, stale=stale),
+            lambda: self._entry(key, dyn_args, dyn_kwargs, stale=True),
+            lambda owner: owner is self.stateful)
+
     def _with_entry(self, args: tuple, kwargs: dict, use: Callable[[_Entry, tuple, dict], Any]):
-        """``use(entry, dyn_args, dyn_kwargs)``, rediscovering once if its trace finds new states."""
+        """``(key, entry, use(entry, dyn_args, dyn_kwargs))`` for a call's arguments."""
         key, dyn_args, dyn_kwargs = self.stateful.split_args(args, kwargs)
-        entry = self._entry(key, dyn_args, dyn_kwargs)
-        try:
-            return key, entry, use(entry, dyn_args, dyn_kwargs)
-        except RetraceNeeded as e:
-            if e.owner is not self.stateful:
-                raise
-        entry = self._entry(key, dyn_args, dyn_kwargs, stale=True)
-        return key, entry, use(entry, dyn_args, dyn_kwargs)
+        return (key, *self._run_entry(key, dyn_args, dyn_kwargs, use))
 
     def lower(self, *args, **kwargs) -> "Lowered":
         """Lower for these arguments, like ``jax.jit(f).lower``.
