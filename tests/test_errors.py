@@ -179,8 +179,9 @@ def test_non_callable():
         transform.jit(3)
 
 
-def test_function_touching_different_states_each_trace():
-    pool = [brainx.State(jnp.zeros(())) for _ in range(50)]
+def test_function_touching_different_states_each_call():
+    """One trace per call: the states a call touches are the ones its trace found."""
+    pool = [brainx.State(jnp.zeros(())) for _ in range(5)]
     it = iter(pool)
 
     @transform.checkpoint
@@ -188,6 +189,6 @@ def test_function_touching_different_states_each_trace():
         s = next(it)
         s.value = s.value + 1
 
-    with pytest.raises(RuntimeError, match="touched different states on two traces"):
-        f()
-    assert all(float(s.value) == 0.0 for s in pool)
+    f()
+    f()
+    assert [float(s.value) for s in pool] == [1.0, 1.0, 0.0, 0.0, 0.0]

@@ -1,5 +1,7 @@
 """`transform.jit` against plain `jax.jit` with explicit state passing."""
 
+import gc
+
 import brainunit as u
 import jax
 import jax.numpy as jnp
@@ -83,8 +85,8 @@ def test_dispatch_from_cache_without_retracing():
 
     for _ in range(5):
         step(jnp.ones(2))
-    # one abstract discovery trace plus one jax.jit trace, then cached dispatch
-    assert len(traces) == 2
+    # one trace (it finds the states and is what jax.jit compiles), then cached dispatch
+    assert len(traces) == 1
     assert np.allclose(h.value, 5.0)
 
 
@@ -157,8 +159,10 @@ def test_negative_static_argnums_resolved_against_the_signature():
 
 
 def test_new_states_after_reinitialisation_are_found():
-    class Net:
+    """A Module attribute rebound to a new State: jit looks for its states again."""
+    class Net(brainx.nn.Module):
         def __init__(self):
+            super().__init__()
             self.h = brainx.HiddenState(jnp.zeros(2))
 
         def init(self):
@@ -176,6 +180,63 @@ def test_new_states_after_reinitialisation_are_found():
     net.init()
     assert np.allclose(step(), 11.0)
     assert np.allclose(net.h.value, 11.0) and np.allclose(old.value, 1.0)
+
+
+def test_states_swapped_on_a_module_are_found():
+    """`net.cur = net.buf_b` creates no state; the Module notices the swap."""
+    class Net(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.buf_a = brainx.State(jnp.zeros(()))
+            self.buf_b = brainx.State(jnp.zeros(()))
+            self.cur = self.buf_a
+
+    net = Net()
+
+    @transform.jit
+    def step(x):
+        net.cur.value = net.cur.value + x
+
+    step(1.0)
+    net.cur = net.buf_b
+    step(10.0)
+    assert float(net.buf_a.value) == 1.0 and float(net.buf_b.value) == 10.0
+
+
+def test_plain_object_rebound_to_a_new_state_is_found_when_the_old_one_dies():
+    """The jit entry holds its states weakly: a state that died makes it trace again."""
+    class Net:
+        def __init__(self):
+            self.h = brainx.HiddenState(jnp.zeros(2))
+
+    net = Net()
+
+    @transform.jit
+    def step():
+        net.h.value = net.h.value + 1
+        return net.h.value
+
+    step()
+    net.h = brainx.HiddenState(jnp.full(2, 10.0))  # the old state is garbage now
+    gc.collect()
+    assert np.allclose(step(), 11.0)
+
+
+def test_creating_unrelated_states_does_not_retrace():
+    traces = []
+    h = brainx.HiddenState(jnp.zeros(2))
+
+    @transform.jit
+    def step(x):
+        traces.append(1)
+        h.value = h.value + x
+
+    keep = []
+    for _ in range(5):
+        keep.append(brainx.State(jnp.zeros(3)))
+        step(jnp.ones(2))
+    assert len(traces) == 1
+    assert np.allclose(h.value, 5.0)
 
 
 def test_lower_and_compile():

@@ -14,12 +14,26 @@ from types import EllipsisType
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 from brainx.nn.init import to_size
-from brainx.state.state import State
+from brainx.state.state import State, structure_changed
 
 __all__ = ["Module", "iter_tree", "to_predicate"]
 
 Path = Tuple[str, ...]
 Filter = Union[type, str, Callable[[Path, Any], bool], tuple, list, EllipsisType, bool]
+
+
+_ABSENT = object()
+
+
+def _holds_states(value: Any) -> bool:
+    """A State, a Module, or a list/tuple/dict with one among its items (not deeper)."""
+    if isinstance(value, (State, Module)):
+        return True
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, (list, tuple)):
+        return False
+    return any(isinstance(v, (State, Module)) for v in value)
 
 
 class Module:
@@ -68,6 +82,21 @@ class Module:
     @property
     def name(self) -> Optional[str]:
         return getattr(self, "_name", None)
+
+    # -- structure changes ------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Rebinding an attribute that holds states (or a submodule) changes which
+        # states a compiled function reaches: tell `transform.jit` to look again.
+        old = self.__dict__.get(name, _ABSENT)
+        if old is not _ABSENT and old is not value and (_holds_states(old)
+                                                        or _holds_states(value)):
+            structure_changed()
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if _holds_states(self.__dict__.get(name)):
+            structure_changed()
+        object.__delattr__(self, name)
 
     # -- sizes (as brainstate) -------------------------------------------------
     @property

@@ -1,11 +1,13 @@
 """States and the state trace."""
 
 from brainx.state.state import (
-    BatchState, HiddenState, LongTermState, ParamState, ShortTermState, State, creation_epoch,
+    BatchState, HiddenState, LongTermState, ParamState, ShortTermState, State, structure_changed,
+    structure_epoch,
 )
 from brainx.state.trace import StateCatcher, StateTraceStack, active_traces, catch_new_states
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
-    "StateTraceStack", "StateCatcher", "catch_new_states", "active_traces", "creation_epoch",
+    "StateTraceStack", "StateCatcher", "catch_new_states", "active_traces",
+    "structure_epoch", "structure_changed",
 ]

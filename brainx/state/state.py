@@ -13,18 +13,30 @@ from brainx.state.trace import _THREAD, _notify_created
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
-    "creation_epoch",
+    "structure_epoch", "structure_changed",
 ]
 
-# Bumped whenever a state is created outside every trace. `transform.jit` keeps
-# the set of states it found per cache entry; a new top-level state (for example
-# a network re-initialised with fresh states) tells it to look again.
+# Bumped when something that can change which states a function reaches has
+# changed: a State attribute of a `brainx.nn.Module` was assigned or deleted.
+# `transform.jit` keeps the states it found per cache entry, with this epoch,
+# and looks again when it moved. (A state it found that is garbage collected
+# marks that entry stale by itself: see `transform.jit`.)
 _EPOCH = [0]
 
 
-def creation_epoch() -> int:
-    """A counter that grows each time a state is created outside any transform."""
+def structure_epoch() -> int:
+    """A counter that grows each time a model's structure of states may have changed."""
     return _EPOCH[0]
+
+
+def structure_changed() -> None:
+    """Tell every compiled function to look for its states again on its next call.
+
+    ``brainx.nn.Module`` calls it when a State attribute is assigned or
+    deleted. Call it after swapping states inside a plain object or container
+    that a compiled function reads (or call the function's ``clear_cache()``).
+    """
+    _EPOCH[0] += 1
 
 
 class _Expired:
@@ -71,21 +83,16 @@ class State:
         self.name = name
         if _notify_created(self):  # outside every transform
             check_no_tracer(self, value)
-            _EPOCH[0] += 1
 
     @property
     def value(self) -> Any:
-        """The current value; reading it inside a transform records the read."""
+        """The current value; inside a transform, the value the trace sees (recorded as a read)."""
         frames = _THREAD.frames
         if frames:
-            frames[-1].record_read(self)
+            return frames[-1].read_value(self)
         value = self._value
         if type(value) is _Expired:
-            raise ExpiredStateError(
-                f"{self!r} was created inside {value.where or 'a transform'} and its value was a "
-                "JAX tracer of that trace, which has ended. Create the state outside the transform "
-                "(for example in the model's __init__ or init_state()), or return its value from "
-                "the transformed function.")
+            self._raise_expired(value)
         return value
 
     @value.setter
@@ -93,10 +100,24 @@ class State:
         _check_not_state(value, self)
         frames = _THREAD.frames
         if frames:
-            frames[-1].record_write(self)
-        if not _THREAD.depth:
-            check_no_tracer(self, value)
+            frames[-1].write_value(self, value)
+            return
+        check_no_tracer(self, value)
         self._value = value
+
+    def _checked_value(self) -> Any:
+        """The value outside every trace scope; an expired state raises."""
+        value = self._value
+        if type(value) is _Expired:
+            self._raise_expired(value)
+        return value
+
+    def _raise_expired(self, value: "_Expired"):
+        raise ExpiredStateError(
+            f"{self!r} was created inside {value.where or 'a transform'} and its value was a "
+            "JAX tracer of that trace, which has ended. Create the state outside the transform "
+            "(for example in the model's __init__ or init_state()), or return its value from "
+            "the transformed function.")
 
     def __repr__(self) -> str:
         fields = [] if self.name is None else [f"name={self.name!r}"]

@@ -1,31 +1,44 @@
 """The per-thread stack of state traces.
 
-A :class:`StateTraceStack` is a recording scope: while it is the innermost active
-scope of its thread, every ``State.value`` read and write is reported to it. The
-stateful transforms push one while JAX traces the user's function, which is how
-they learn which states the function touches, and they use it to put every
-state back as it was when the trace ends, even after an exception.
+A :class:`StateTraceStack` is a recording scope: while it is the innermost
+active scope of its thread, every ``State.value`` read and write goes through
+it. Scopes nest; each one records what it sees and passes the read or write on
+to the scope around it, so an outer scope sees everything an inner one did.
 
-Only the innermost scope records. A transform reports its *net* effect (the
-states it read and the states it wrote back) to the scope around it, and a
-plain user scope hands what it saw to its parent when it closes, so an outer
-scope sees everything an inner one did.
+A *transform scope* (:class:`TransformScope`) is the scope a stateful
+transform opens while JAX traces the user's function. It does not pass writes
+on: it keeps the values the trace gives to states in an *overlay* of its own,
+visible only to code running inside it, in this thread. The states themselves
+are never changed while a function is traced, so
+
+* another thread reading a state sees its real value, never a tracer;
+* an exception inside the trace leaves every state as it was, with nothing to
+  restore;
+* a container held by a state (a dict, a list) is copied when the trace first
+  reads it, so mutating it in place changes the copy; the transform notices
+  the change and treats it as a write.
+
+What a transform scope does when a state is first read (make it an input of
+the jaxpr being traced) is the transform's business: it passes a ``lift``
+function.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-__all__ = ["StateTraceStack", "catch_new_states", "StateCatcher", "active_traces",
-           "inside_transform"]
+__all__ = ["StateTraceStack", "TransformScope", "catch_new_states", "StateCatcher",
+           "active_traces", "inside_transform"]
+
+_MISSING = object()
 
 
 class _ThreadTraces(threading.local):
     def __init__(self):
         self.frames: List["StateTraceStack"] = []  # innermost last
         self.catchers: List["StateCatcher"] = []
-        self.depth = 0  # how many of the frames are transform scopes (own a JAX trace)
+        self.depth = 0  # how many of the frames are transform scopes
 
 
 _THREAD = _ThreadTraces()
@@ -39,10 +52,16 @@ def active_traces() -> List["StateTraceStack"]:
 def inside_transform() -> bool:
     """Whether a brainx transform is tracing in this thread.
 
-    Only then may a state hold a JAX tracer (the transform restores it); a plain
-    user :class:`StateTraceStack` records, but does not make tracers safe.
+    Only then may a state's visible value be a JAX tracer (it lives in the
+    transform's overlay); a plain user :class:`StateTraceStack` records, but
+    does not make tracers safe.
     """
     return _THREAD.depth > 0
+
+
+def _real_value(state) -> Any:
+    """The value outside every scope, refusing an expired one."""
+    return state._checked_value()
 
 
 class StateTraceStack:
@@ -51,11 +70,10 @@ class StateTraceStack:
     Parameters
     ----------
     name : str, optional
-        A label used in error messages (the transform's name).
+        A label used in error messages.
     restore : bool
         Put every written state back to the value it had before the block when
-        the block exits. The transforms use ``True``; the default, ``False``,
-        only records.
+        the block exits. The default, ``False``, only records.
 
     Examples
     --------
@@ -67,6 +85,8 @@ class StateTraceStack:
     (True, True)
     """
 
+    is_transform = False
+
     def __init__(self, name: Optional[str] = None, *, restore: bool = False):
         self.name = name
         self.restore = restore
@@ -74,36 +94,59 @@ class StateTraceStack:
         self._touched: Dict[Any, None] = {}
         self._read: Dict[Any, None] = {}
         self._written: Dict[Any, None] = {}
-        self._original: Dict[Any, Any] = {}  # value before this scope first changed it
+        self._original: Dict[Any, Any] = {}  # value before this scope first wrote it
         self._created: Dict[Any, None] = {}
-        # Transform scopes own a JAX trace: states created inside them that hold
-        # its tracers must not be readable after it ends.
-        self._owns_trace = False
-        self._propagate = True
+        self._parent: Optional[StateTraceStack] = None
 
-    # -- recording (called by State) -------------------------------------
-    def record_read(self, state) -> None:
+    # -- reads and writes (called by State) ---------------------------------
+    def read_value(self, state) -> Any:
+        """Record a read of ``state`` and return the value visible here."""
         if state in self._created:
-            return
+            return state._checked_value()
         self._touched[state] = None
         self._read[state] = None
+        return self.outer_value(state)
 
-    def record_write(self, state) -> None:
+    def write_value(self, state, value) -> None:
+        """Record a write of ``state`` and pass it on to the scope around."""
         if state in self._created:
+            state._value = value
             return
+        if self.restore and state not in self._original:
+            self._original[state] = self.outer_value(state)
         self._touched[state] = None
         self._written[state] = None
-        if state not in self._original:
-            self._original[state] = state._value
+        self._write_outer(state, value)
+
+    def outer_value(self, state) -> Any:
+        """The value of ``state`` visible to the scope around this one (a read there)."""
+        parent = self._parent
+        return parent.read_value(state) if parent is not None else state._checked_value()
+
+    def _write_outer(self, state, value) -> None:
+        parent = self._parent
+        if parent is not None:
+            parent.write_value(state, value)
+        else:
+            from brainx.state.state import check_no_tracer  # local: state imports this module
+            check_no_tracer(state, value)
+            state._value = value
+
+    def _put_back(self, state, value) -> None:
+        """Set the visible value without recording a write (for ``restore``)."""
+        parent = self._parent
+        if parent is not None:
+            parent._put_back(state, value)
+        else:
+            state._value = value
 
     def record_created(self, state) -> None:
-        self._created[state] = None
-
-    def swap_in(self, state, value) -> None:
-        """Give ``state`` a value for the duration of the scope (not a user write)."""
-        if state not in self._original:
-            self._original[state] = state._value
-        state._value = value
+        scope = self
+        while scope is not None:
+            scope._created[state] = None
+            if scope.is_transform:
+                break
+            scope = scope._parent
 
     # -- queries ----------------------------------------------------------
     @property
@@ -123,10 +166,15 @@ class StateTraceStack:
     def was_written(self, state) -> bool:
         return state in self._written
 
+    def was_read(self, state) -> bool:
+        return state in self._read
+
     # -- scope --------------------------------------------------------------
     def __enter__(self) -> "StateTraceStack":
-        _THREAD.frames.append(self)
-        if self._owns_trace:
+        frames = _THREAD.frames
+        self._parent = frames[-1] if frames else None
+        frames.append(self)
+        if self.is_transform:
             _THREAD.depth += 1
         return self
 
@@ -142,48 +190,79 @@ class StateTraceStack:
         else:
             closing = [self]
         for scope in reversed(closing):
-            scope._close(frames)
+            scope._close()
         if not in_order and exc_type is None:
             from brainx.errors import BrainxError
             raise BrainxError(
                 f"{self!r} was closed while an inner StateTraceStack was still open; scopes must "
                 "nest (a `with` block cannot end inside a generator that is still suspended). "
-                "Every state written inside was put back.")
+                "The inner scopes were closed too; no state holds a value of theirs.")
 
-    def _close(self, frames) -> None:
-        if self._owns_trace:
+    def _close(self) -> None:
+        if self.is_transform:
             _THREAD.depth -= 1
         if self.restore:
             for state, value in self._original.items():
-                state._value = value
-        if self._owns_trace:
-            _expire_traced_states(self._created, self.name)
-        elif self._propagate and frames:
-            frames[-1]._merge(self)
-
-    def _merge(self, child: "StateTraceStack") -> None:
-        for state in child._created:
-            self._created[state] = None
-        for state in child._read:
-            self.record_read(state)
-        for state in child._written:
-            if state in self._created:
-                continue
-            self._original.setdefault(state, child._original[state])
-            self._touched[state] = None
-            self._written[state] = None
+                self._put_back(state, value)
 
     def __repr__(self) -> str:
         return (f"StateTraceStack(name={self.name!r}, read={len(self._read)}, "
                 f"written={len(self._written)})")
 
 
-def transform_scope(name: str) -> StateTraceStack:
-    """A scope for one JAX trace of a transform: restores writes, does not propagate."""
-    scope = StateTraceStack(name, restore=True)
-    scope._owns_trace = True
-    scope._propagate = False
-    return scope
+class TransformScope(StateTraceStack):
+    """The scope of one JAX trace of a stateful transform: values live in an overlay.
+
+    Parameters
+    ----------
+    name : str
+        The transform, for error messages.
+    lift : callable
+        ``lift(state, outer_value) -> value``: called on the first read of a
+        state the trace has not written yet; returns the value the trace sees
+        (the transform makes it an input of its jaxpr).
+    check_write : callable, optional
+        ``check_write(state, value)``: called on every write; raises to refuse it.
+    """
+
+    is_transform = True
+
+    def __init__(self, name: str, lift: Callable[[Any, Any], Any],
+                 check_write: Optional[Callable[[Any, Any], None]] = None):
+        super().__init__(name)
+        self._lift = lift
+        self._check_write = check_write
+        self.overlay: Dict[Any, Any] = {}
+
+    def read_value(self, state) -> Any:
+        if state in self._created:
+            return state._checked_value()
+        self._touched[state] = None
+        self._read[state] = None
+        value = self.overlay.get(state, _MISSING)
+        if value is _MISSING:
+            value = self.overlay[state] = self._lift(state, self.outer_value(state))
+        return value
+
+    def write_value(self, state, value) -> None:
+        if state in self._created:
+            state._value = value
+            return
+        if self._check_write is not None:
+            self._check_write(state, value)
+        self._touched[state] = None
+        self._written[state] = None
+        self.overlay[state] = value
+
+    def _put_back(self, state, value) -> None:
+        self.overlay[state] = value
+
+    def _close(self) -> None:
+        super()._close()
+        _expire_traced_states(self._created, self.name)
+
+    def __repr__(self) -> str:
+        return f"TransformScope({self.name!r})"
 
 
 def _expire_traced_states(created, where: Optional[str]) -> None:
@@ -251,4 +330,3 @@ def _notify_created(state) -> bool:
     if frames:
         frames[-1].record_created(state)
     return _THREAD.depth == 0
-

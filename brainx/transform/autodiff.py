@@ -84,15 +84,10 @@ class StateDifferentiation:
         missing = [s for s, p in zip(self._grad_states, positions)
                    if p is None or not sig.read[p]]
         if missing and self.check_states:
-            sig = self.stateful.discover(key, args, kwargs)  # the cache may predate a change
-            positions = [sig.index.get(s) for s in self._grad_states]
-            missing = [s for s, p in zip(self._grad_states, positions)
-                       if p is None or not sig.read[p]]
-            if missing:
-                raise ValueError(
-                    f"{self._name}: grad_states includes {', '.join(map(repr, missing))}, which "
-                    "the function never reads, so its gradient would always be zero. Remove it "
-                    "from grad_states, or pass check_states=False to get zeros.")
+            raise ValueError(
+                f"{self._name}: grad_states includes {', '.join(map(repr, missing))}, which "
+                "the function never reads, so its gradient would always be zero. Remove it "
+                "from grad_states, or pass check_states=False to get zeros.")
         return sig, positions
 
     def prepare(self, sig: StateSignature, key, args: tuple, kwargs: dict):

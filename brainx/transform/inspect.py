@@ -6,7 +6,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 
-from brainx.transform.stateful import StatefulFunction
+from brainx.transform.stateful import StatefulFunction, peek_state_values
 
 __all__ = ["make_jaxpr", "eval_shape"]
 
@@ -46,7 +46,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
 
 def _eval_shape_sf(sf: StatefulFunction, args: tuple, kwargs: dict):
     def run(sig, key, dyn_args, dyn_kwargs):
-        values = [s._value for s in sig.states]
+        values = peek_state_values(sig.states)
         out, _ = jax.eval_shape(sf.pure(sig, key), values, *dyn_args, **dyn_kwargs)
         return out
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
+import weakref
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import jax
 
@@ -11,26 +12,128 @@ from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
 from brainx.transform.bound import bind_to_instance
 from brainx.transform.stateful import (
-    RetraceNeeded, StatefulFunction, StateSignature, normalize_argnums, read_state_values,
-    run_with_rediscovery, write_state_values,
+    RetraceNeeded, StatefulFunction, StateSignature, as_input, has_static_leaves,
+    normalize_argnums, read_state_values, run_with_rediscovery, write_state_values,
 )
 
 __all__ = ["jit", "JittedFunction"]
 
 
 class _Entry:
-    """One cache entry: the states of a static key and the compiled pure function."""
+    """The compiled function of one static key, and the traces it runs.
 
-    __slots__ = ("sig", "jitted", "write_states")
+    ``states`` is the union of the states of every trace kept here (one per
+    argument type seen), ``write_states`` the states any of them writes. The
+    function handed to ``jax.jit`` takes the values of all of ``states`` and
+    returns new values for all of ``write_states``; it evaluates the trace
+    made for the argument types ``jax.jit`` traces it with (a trace that does
+    not write a state gives its value back unchanged). A type with no trace
+    yet raises :class:`~brainx.transform.stateful.RetraceNeeded`: the owner
+    traces the user's function for it and adds the trace here, or, if the
+    trace touches states this entry does not have, builds a new entry.
 
-    def __init__(self, sig: StateSignature, jitted: Callable):
-        self.sig = sig
-        self.jitted = jitted
-        self.write_states = sig.write_states
+    States are held weakly: when one is garbage collected (its model was
+    rebuilt, a global was rebound to a new State), the entry is stale and the
+    next call traces again.
+    """
+
+    __slots__ = ("plans", "index", "write_pos", "refs", "n_written", "jitted", "epoch",
+                 "static", "stateful", "__weakref__")
+
+    def __init__(self, owner: "JittedFunction", sigs: Sequence[StateSignature],
+                 previous: Optional["_Entry"] = None):
+        index: Dict[Any, int] = {}
+        written: Dict[Any, None] = {}
+        if previous is not None:  # keep its traces: the union of their states and the new ones
+            old_states, old_written = previous.states, previous.write_states
+            index.update((s, i) for i, s in enumerate(old_states))
+            written.update((s, None) for s in old_written)
+        for sig in sigs:
+            for s, w in zip(sig.states, sig.written):
+                index.setdefault(s, len(index))
+                if w:
+                    written[s] = None
+        states, write_states = tuple(index), tuple(written)
+        self.stateful = owner.stateful
+        self.epoch = _EPOCH[0]
+        this = weakref.ref(self)
+
+        def stale(_ref):
+            entry = this()
+            if entry is not None:
+                entry.epoch = -1
+
+        self.refs = [weakref.ref(s, stale) for s in states]
+        # By identity: positions of each state, and of each written state among the outputs.
+        self.index = {id(s): i for s, i in index.items()}
+        self.write_pos = {id(s): k for k, s in enumerate(write_states)}
+        self.n_written = tuple(index[s] for s in write_states)
+        self.plans: List[tuple] = []  # (trace, positions, write positions), newest last
+        if previous is not None:
+            for trace, local, own in previous.plans:
+                self.plans.append((trace, tuple(index[old_states[i]] for i in local),
+                                   tuple(self.write_pos[id(old_written[k])] for k in own)))
+        for sig in sigs:
+            self.add(sig)
+        self.jitted = jax.jit(self._pure(), donate_argnums=owner._donate, **owner._jit_kwargs)
+
+    @property
+    def states(self) -> Tuple[Any, ...]:
+        return tuple(r() for r in self.refs)
+
+    @property
+    def write_states(self) -> Tuple[Any, ...]:
+        return tuple(self.refs[i]() for i in self.n_written)
+
+    def fits(self, sig: StateSignature) -> bool:
+        """Whether ``sig`` touches only states of this entry, writing exactly those it writes."""
+        return all(id(s) in self.index and w == (id(s) in self.write_pos)
+                   for s, w in zip(sig.states, sig.written))
+
+    def add(self, sig: StateSignature) -> None:
+        """Keep one more trace (see :meth:`fits`)."""
+        self.plans.append((sig.trace, tuple(self.index[id(s)] for s in sig.states),
+                           tuple(self.write_pos[id(s)] for s in sig.write_states)))
+        self.static = any(has_static_leaves(r()._value) for r in self.refs
+                          if not isinstance(r()._value, jax.Array))
+
+    def _pure(self) -> Callable:
+        plans, n_written, stateful = self.plans, self.n_written, self.stateful
+
+        def pure(values, *dyn_args, **dyn_kwargs):
+            leaves = jax.tree.leaves((dyn_args, dyn_kwargs))
+            for trace, local, own in reversed(plans):  # the newest trace first
+                result = trace.run([values[i] for i in local], leaves)
+                if result is None:
+                    continue
+                out, new_values = result
+                written = [values[i] for i in n_written]
+                for k, v in zip(own, new_values):
+                    written[k] = v
+                return out, written
+            raise RetraceNeeded(stateful)
+
+        pure.__name__ = f"jit_{getattr(stateful.fun, '__name__', 'fun')}"
+        return pure
+
+    def values(self) -> Optional[list]:
+        """The states' current values (``None`` if one was garbage collected)."""
+        if _THREAD.frames:
+            states = [r() for r in self.refs]
+            if any(s is None for s in states):
+                return None
+            return read_state_values(states)
+        try:
+            values = [r()._value for r in self.refs]
+        except AttributeError:  # a state died since the last call
+            return None
+        if self.static:
+            values = [as_input(v) for v in values]
+        return values
 
 
 def _call_entry(entry: _Entry, dyn_args: tuple, dyn_kwargs: dict):
-    return entry.jitted(read_state_values(entry.sig.states), *dyn_args, **dyn_kwargs)
+    return entry.jitted(entry.values(), *dyn_args, **dyn_kwargs)
 
 
 class JittedFunction:
@@ -61,24 +164,27 @@ class JittedFunction:
         return tuple(1 + i - sum(s < i for s in statics) for i in donate)
 
     # -- cache ----------------------------------------------------------------
-    def _entry(self, key, dyn_args: tuple, dyn_kwargs: dict, stale: bool = False) -> _Entry:
-        entry = self._entries.get(key)
-        if entry is not None and not stale and entry.sig.epoch == _EPOCH[0]:
-            return entry
+    def _trace(self, key, dyn_args: tuple, dyn_kwargs: dict) -> _Entry:
+        """Trace the function for these arguments and file the trace under ``key``.
+
+        The trace joins the current entry when that entry is valid and has
+        every state the trace touches, writing none it does not write: the
+        compiled function is kept and ``jax.jit`` compiles only the new
+        argument types. Otherwise a new entry (and a new compiled function)
+        holds the union of what is still valid and the new trace.
+        """
         sig = self.stateful.discover(key, dyn_args, dyn_kwargs)
-        if (entry is not None and not stale and entry.sig.states == sig.states
-                and entry.sig.written == sig.written):
-            entry.sig = sig  # same states as before: keep the compiled function
+        entry = self._entries.get(key)
+        if entry is not None and entry.epoch == _EPOCH[0] and entry.fits(sig):
+            entry.add(sig)  # the compiled pure function reads the list of traces
             return entry
-        jitted = jax.jit(self.stateful.pure(sig, key), donate_argnums=self._donate,
-                         **self._jit_kwargs)
-        entry = self._entries[key] = _Entry(sig, jitted)
+        valid = entry is not None and entry.epoch == _EPOCH[0] and entry.values() is not None
+        entry = self._entries[key] = _Entry(self, [sig], previous=entry if valid else None)
         return entry
 
     def clear_cache(self) -> None:
         """Forget every trace and compiled function."""
         self._entries.clear()
-        self.stateful.clear_cache()
 
     # -- call -------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -89,19 +195,19 @@ class JittedFunction:
         else:
             key, dyn_args, dyn_kwargs = (), args, kwargs
         entry = self._entries.get(key)
-        if entry is None or entry.sig.epoch != _EPOCH[0]:
-            entry = self._entry(key, dyn_args, dyn_kwargs)
+        if entry is None or entry.epoch != _EPOCH[0]:
+            entry = self._trace(key, dyn_args, dyn_kwargs)
+        values = entry.values()
+        if values is None:
+            entry = self._trace(key, dyn_args, dyn_kwargs)
+            values = entry.values()
         try:
-            if _THREAD.frames:
-                values = read_state_values(entry.sig.states)
-            else:
-                values = [s._value for s in entry.sig.states]
             out, new_values = entry.jitted(values, *dyn_args, **dyn_kwargs)
         except RetraceNeeded as e:
             if e.owner is not self.stateful:
                 raise
             entry, (out, new_values) = self._run_entry(key, dyn_args, dyn_kwargs, _call_entry,
-                                                       stale=True)
+                                                       traced=True)
         if new_values:
             write_state_values(entry.write_states, new_values)
         return out
@@ -115,12 +221,18 @@ class JittedFunction:
 
     # -- ahead of time ------------------------------------------------------------
     def _run_entry(self, key, dyn_args: tuple, dyn_kwargs: dict,
-                   use: Callable[[_Entry, tuple, dict], Any], stale: bool = False):
-        """``(entry, use(entry, dyn_args, dyn_kwargs))``, rediscovering once if the trace finds new states."""
+                   use: Callable[[_Entry, tuple, dict], Any], traced: bool = False):
+        """``(entry, use(entry, dyn_args, dyn_kwargs))``, tracing once more if the entry lacks these types."""
+        def current():
+            entry = self._entries.get(key)
+            if entry is None or entry.epoch != _EPOCH[0] or entry.values() is None:
+                entry = self._trace(key, dyn_args, dyn_kwargs)
+            return entry
+
         return run_with_rediscovery(
             lambda entry: (entry, use(entry, dyn_args, dyn_kwargs)),
-            self._entry(key, dyn_args, dyn_kwargs, stale=stale),
-            lambda: self._entry(key, dyn_args, dyn_kwargs, stale=True),
+            self._trace(key, dyn_args, dyn_kwargs) if traced else current(),
+            lambda: self._trace(key, dyn_args, dyn_kwargs),
             lambda owner: owner is self.stateful)
 
     def _with_entry(self, args: tuple, kwargs: dict, use: Callable[[_Entry, tuple, dict], Any]):
@@ -135,8 +247,7 @@ class JittedFunction:
         writes the states like the jitted function itself.
         """
         def lower(entry, dyn_args, dyn_kwargs):
-            values = [s._value for s in entry.sig.states]
-            return entry.jitted.lower(values, *dyn_args, **dyn_kwargs)
+            return entry.jitted.lower(entry.values(), *dyn_args, **dyn_kwargs)
 
         key, entry, lowered = self._with_entry(args, kwargs, lower)
         return Lowered(lowered, self, key, entry)
@@ -144,8 +255,7 @@ class JittedFunction:
     def eval_shape(self, *args, **kwargs):
         """The output's shapes and dtypes, without running or changing any state."""
         def shape(entry, dyn_args, dyn_kwargs):
-            values = [s._value for s in entry.sig.states]
-            return jax.eval_shape(entry.jitted, values, *dyn_args, **dyn_kwargs)[0]
+            return jax.eval_shape(entry.jitted, entry.values(), *dyn_args, **dyn_kwargs)[0]
 
         return self._with_entry(args, kwargs, shape)[2]
 
@@ -183,8 +293,7 @@ class Compiled:
         if key != self._key:
             raise ValueError(f"This compiled function was lowered with static arguments "
                              f"{self._key}, but was called with {key}.")
-        values = read_state_values(self._entry.sig.states)
-        out, new_values = self._compiled(values, *dyn_args, **dyn_kwargs)
+        out, new_values = self._compiled(self._entry.values(), *dyn_args, **dyn_kwargs)
         write_state_values(self._entry.write_states, new_values)
         return out
 

@@ -24,10 +24,9 @@ from brainx.errors import BatchAxisError
 from brainx.lanes import current_trace, is_batched_along, owned_traces
 from brainx.random.state import RandomState
 from brainx.state.state import State
-from brainx.state.trace import transform_scope
 from brainx.transform.loops import for_loop, infer_length
 from brainx.transform.stateful import (
-    StatefulFunction, StateSignature, read_state_values, write_state_values,
+    StatefulFunction, StateSignature, peek_state_values, read_state_values, write_state_values,
 )
 
 __all__ = ["vmap", "map", "VmappedFunction", "state_axes"]
@@ -60,34 +59,32 @@ def state_axes(spec: Any, what: str) -> Dict[State, int]:
 
 
 class _LaneStatefulFunction(StatefulFunction):
-    """Discovers the states of one lane: traces ``fun`` under ``jax.vmap``.
+    """Traces ``fun`` for one lane, inside ``jax.vmap`` (so axis names are bound).
 
-    Declared batched states are swapped in with one lane's value, so the
-    function sees the shapes it will see when it runs.
+    Declared batched states are traced with one lane's value, so the function
+    sees the shapes it will see when it runs.
     """
 
     def __init__(self, fun: Callable, owner: "VmappedFunction"):
         super().__init__(fun, name=f"vmap({getattr(fun, '__name__', 'fun')})")
         self._owner = owner
 
-    def discover(self, key, dyn_args: tuple, dyn_kwargs: dict) -> StateSignature:
+    def discover(self, key, dyn_args: tuple, dyn_kwargs: dict,
+                 outer_values=None) -> StateSignature:
         owner = self._owner
         declared = list(owner.in_state_axes)
-        scope = transform_scope(self.name)
         outer = current_trace()
+        found = []
 
         def lane(declared_values, args, kwargs):
-            with owned_traces(outer), scope:
-                for s, v in zip(declared, declared_values):
-                    scope.swap_in(s, v)
-                self.fun(*args, **kwargs)  # only the states matter here, not the output
+            with owned_traces(outer):
+                found.append(StatefulFunction.discover(
+                    self, key, args, kwargs, outer_values=dict(zip(declared, declared_values))))
 
         mapped = owner.jax_vmap(lane, ([owner.in_state_axes[s] for s in declared],
                                        owner.in_axes, 0), None)
-        jax.eval_shape(mapped, [s._value for s in declared], dyn_args, dyn_kwargs)
-        sig = StateSignature.from_scope(scope)
-        self._cache[key] = sig
-        return sig
+        jax.eval_shape(mapped, peek_state_values(declared), dyn_args, dyn_kwargs)
+        return found[0]
 
 
 class VmappedFunction:
@@ -95,7 +92,8 @@ class VmappedFunction:
 
     def __init__(self, fun: Callable, *, in_axes: Any = 0, out_axes: Any = 0,
                  axis_name: Optional[Hashable] = None, axis_size: Optional[int] = None,
-                 spmd_axis_name: Any = None, in_states: Any = None, out_states: Any = None):
+                 spmd_axis_name: Any = None, in_states: Any = None, out_states: Any = None,
+                 check_output: Optional[Callable[[Any, Any], None]] = None):
         if not callable(fun):
             raise TypeError(f"vmap: expected a callable, got {fun!r}.")
         if axis_size is not None and (not isinstance(axis_size, int) or axis_size < 1):
@@ -114,6 +112,8 @@ class VmappedFunction:
                     f"vmap: {s!r} is batched along axis {axis} in in_states but along axis "
                     f"{self.out_state_axes[s]} in out_states; a state keeps its batch axis.")
         self.stateful = _LaneStatefulFunction(fun, self)
+        # check_output(out, batch_trace): called on one lane's output as JAX batches it
+        self._check_output = check_output
         functools.update_wrapper(self, fun, updated=())
 
     def jax_vmap(self, f: Callable, in_axes: Any, out_axes: Any) -> Callable:
@@ -151,6 +151,8 @@ class VmappedFunction:
             with owned_traces(outer):
                 out, new_values = pure(state_values, *lane_args, **lane_kwargs)
             trace = current_trace()
+            if self._check_output is not None:
+                self._check_output(out, trace)
             bad = [s for s, v in zip(written, new_values)
                    if s not in self.out_state_axes and s not in fresh
                    and is_batched_along(v, trace)]
@@ -182,7 +184,7 @@ class VmappedFunction:
             sizes.setdefault(shape[axis], where)
 
         for s, axis in self.in_state_axes.items():
-            for leaf in jax.tree.leaves(s._value):
+            for leaf in jax.tree.leaves(peek_state_values([s])[0]):
                 note(leaf, axis, repr(s))
         in_axes = self.in_axes
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):

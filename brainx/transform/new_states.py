@@ -14,8 +14,8 @@ import jax
 import numpy as np
 
 from brainx.errors import BatchAxisError
-from brainx.lanes import current_trace, is_batched_along
-from brainx.state.state import _EPOCH, State
+from brainx.lanes import is_batched_along
+from brainx.state.state import State
 from brainx.state.trace import _THREAD, catch_new_states
 from brainx.transform.mapping import VmappedFunction
 
@@ -94,20 +94,22 @@ def vmap_new_states(fun: Optional[Callable] = None, *, in_axes: Any = 0, out_axe
         leaves, treedef = jax.tree.flatten(out, is_leaf=lambda x: isinstance(x, State))
         arrays = [isinstance(leaf, _ARRAY_TYPES) for leaf in leaves]
         output[:] = [treedef, leaves, arrays]
-        trace = current_trace()
         shared = [s for s in created if excluded(s)]
-        bad = [s for s in shared if is_batched_along(s._value, trace)]
+        return ([leaf for leaf, a in zip(leaves, arrays) if a],
+                [s._value for s in created if not excluded(s)], [s._value for s in shared])
+
+    def check_shared(out, trace):
+        bad = [s for s, v in zip([s for s in created if excluded(s)], out[2])
+               if is_batched_along(v, trace)]
         if bad:
             raise BatchAxisError(
                 f"{name}: {', '.join(map(repr, bad))} is excluded from batching but was given a "
                 "different value in each lane. No state was changed.")
-        return ([leaf for leaf, a in zip(leaves, arrays) if a],
-                [s._value for s in created if not excluded(s)], [s._value for s in shared])
 
     mapped = VmappedFunction(lane, in_axes=in_axes, out_axes=(out_axes, 0, None),
                              axis_name=axis_name, axis_size=axis_size,
                              spmd_axis_name=spmd_axis_name, in_states=in_states,
-                             out_states=out_states)
+                             out_states=out_states, check_output=check_shared)
 
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
@@ -127,8 +129,6 @@ def vmap_new_states(fun: Optional[Callable] = None, *, in_axes: Any = 0, out_axe
         if _THREAD.frames:  # created inside an enclosing transform: expire with its trace
             for s in kept:
                 _THREAD.frames[-1].record_created(s)
-        elif kept:
-            _EPOCH[0] += 1  # new top-level states: let jit look for them
         treedef, leaves, arrays = output
         batched_leaves = iter(out_arrays)
         return jax.tree.unflatten(treedef, [next(batched_leaves) if a else leaf

@@ -10,7 +10,7 @@ import jax
 from jax.ad_checkpoint import print_saved_residuals as _jax_print_saved_residuals
 
 from brainx.state.state import State
-from brainx.transform.stateful import StatefulFunction
+from brainx.transform.stateful import StatefulFunction, peek_state_values
 
 __all__ = ["print_saved_residuals", "saved_residuals"]
 
@@ -42,7 +42,7 @@ def saved_residuals(fun: Callable, *args, grad_states=None, **kwargs) -> List[st
     sf = StatefulFunction(fun, name=f"saved_residuals({getattr(fun, '__name__', 'fun')})")
 
     def run(sig, key, dyn_args, dyn_kwargs):
-        values = [s._value for s in sig.states]
+        values = peek_state_values(sig.states)
         missing = [s for s in grad_list if s not in sig.index]
         if missing:
             raise ValueError(f"grad_states includes {missing!r}, which the function never reads.")

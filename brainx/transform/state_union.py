@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from brainx.state.state import State
 from brainx.transform.carry_check import check_state_types
-from brainx.transform.stateful import StatefulFunction, StateSignature, run_with_rediscovery
+from brainx.transform.stateful import StatefulFunction, StateSignature
 
 __all__ = ["StateUnion", "UnionSignature"]
 
@@ -125,22 +125,21 @@ class StateUnion:
         self.functions = [f if isinstance(f, StatefulFunction) else StatefulFunction(f, name=n)
                           for f, n in zip(functions, names)]
 
-    def signature(self, args: Sequence[tuple], kwargs: Optional[Sequence[dict]] = None,
-                  *, fresh: bool = False) -> UnionSignature:
-        """The union signature; ``args[i]`` are example arguments of function ``i``."""
+    def signature(self, args: Sequence[tuple],
+                  kwargs: Optional[Sequence[dict]] = None) -> UnionSignature:
+        """The union signature; ``args[i]`` are example arguments of function ``i``.
+
+        Each function is traced once (see :meth:`StatefulFunction.discover`).
+        """
         kwargs = kwargs or [{}] * len(self.functions)
-        sigs = [sf.discover((), a, k) if fresh else sf.lookup((), a, k)
-                for sf, a, k in zip(self.functions, args, kwargs)]
-        return UnionSignature(self, sigs)
+        return UnionSignature(self, [sf.discover((), a, k)
+                                     for sf, a, k in zip(self.functions, args, kwargs)])
 
     def call(self, run: Callable[[UnionSignature], Any], args: tuple,
              per_function_args: Optional[Sequence[tuple]] = None):
-        """``run(union_signature)``, discovering again and retrying once if it is stale.
+        """``run(union_signature)``.
 
-        Every function is discovered with ``args`` unless ``per_function_args``
+        Every function is traced with ``args`` unless ``per_function_args``
         gives each its own example arguments.
         """
-        all_args = per_function_args or [args] * len(self.functions)
-        return run_with_rediscovery(run, self.signature(all_args),
-                                    lambda: self.signature(all_args, fresh=True),
-                                    lambda owner: any(owner is sf for sf in self.functions))
+        return run(self.signature(per_function_args or [args] * len(self.functions)))

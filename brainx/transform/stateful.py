@@ -1,29 +1,35 @@
 """The one core under every stateful transform.
 
 A :class:`StatefulFunction` wraps a user function that reads and writes
-:class:`~brainx.State` objects. For each call signature (its static arguments)
-it *discovers* the states the function touches, by tracing it once under
-``jax.eval_shape`` inside a :class:`~brainx.StateTraceStack`, and it builds the
-*pure* function a JAX transform can take::
+:class:`~brainx.State` objects. For one call it *traces* the function once to
+a jaxpr (:meth:`StatefulFunction.discover`): the states' values are not
+arguments, so the trace starts with the function's arguments as inputs and
+adds a state's value as a new input the first time the function reads it (see
+:mod:`brainx.transform.jaxpr_builder`). Writes go to the trace's overlay (see
+:class:`~brainx.state.trace.TransformScope`); at the end, the new values of
+the written states become outputs. The result is a :class:`StateSignature`:
+the states in first-touch order, which were written, and the jaxpr.
+
+Every transform then runs the JAX transform on the *pure* function
 
     pure(state_values, *dynamic_args, **dynamic_kwargs) -> (out, written_values)
 
-Every transform is then three steps: read the state values, run the JAX
-transform on ``pure``, write the returned values back
-(:func:`read_state_values`, :func:`write_state_values`).
+which evaluates that jaxpr (:meth:`StatefulFunction.pure`), and writes the
+returned values back (:func:`read_state_values`, :func:`write_state_values`).
+So the user's Python runs once per call signature, JAX never sees a state's
+concrete value while tracing it, and what the trace found is exactly what
+runs.
 
-While ``pure`` is traced it also checks that the function touched no state
-the discovery did not see (a closure changed, a state was replaced). If it did,
-it raises :class:`RetraceNeeded`, and :meth:`StatefulFunction.call` discovers
-again and retries. So a cached discovery can be stale only for as long as JAX
-itself reuses a cached trace, which is exactly ``jax.jit``'s own contract.
+A ``jit`` keeps signatures across calls; if JAX traces ``pure`` for argument
+types its jaxpr was not made for, ``pure`` raises :class:`RetraceNeeded` and
+the owner traces the function again (:func:`run_with_rediscovery`).
 """
 
 from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
@@ -31,8 +37,11 @@ from jax.core import Tracer
 
 from brainx.errors import TracerLeakError
 from brainx.lanes import jax_is_tracing
-from brainx.state.state import State, check_no_tracer, creation_epoch
-from brainx.state.trace import _THREAD, transform_scope
+from brainx.state.state import State, check_no_tracer
+from brainx.state.trace import _THREAD, TransformScope
+from brainx.transform.jaxpr_builder import (
+    abstractify, current_trace, eval_jaxpr, new_input, trace_to_jaxpr,
+)
 
 __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded",
@@ -41,43 +50,166 @@ __all__ = [
 
 
 class RetraceNeeded(Exception):
-    """Raised while tracing ``pure`` when the function touched states its discovery missed.
+    """Raised while JAX traces ``pure`` for arguments its jaxpr was not traced with.
 
-    ``owner`` is the :class:`StatefulFunction` whose signature is stale; only
-    it handles the exception, so an inner transform's stale cache never makes
-    an outer one rediscover.
+    ``owner`` is the :class:`StatefulFunction` whose signature does not fit;
+    only it handles the exception, so an inner transform's miss never makes
+    an outer one trace again.
     """
 
-    def __init__(self, owner: "StatefulFunction", states: Sequence[State]):
+    def __init__(self, owner: "StatefulFunction", states: Sequence[State] = ()):
         super().__init__(owner, states)
         self.owner = owner
         self.states = tuple(states)
 
 
+# -- values with leaves JAX cannot trace (strings, objects) ------------------------------------
+
+_SCALAR_TYPES = (int, float, complex, bool, np.generic, np.ndarray)
+
+
+def is_array_leaf(x: Any) -> bool:
+    """A pytree leaf JAX can trace: an array, a tracer, or a Python/NumPy scalar."""
+    return isinstance(x, (jax.Array, Tracer, *_SCALAR_TYPES, jax.ShapeDtypeStruct)) or hasattr(
+        x, "__jax_array__")
+
+
+@jax.tree_util.register_pytree_node_class
+class StaticLeaves:
+    """A state value with leaves JAX cannot trace, which ride along as static data.
+
+    Its pytree leaves are the value's array leaves only, so it can cross a
+    ``jax.jit`` or loop boundary; :func:`write_state_values` unwraps it.
+    """
+
+    __slots__ = ("tree",)
+
+    def __init__(self, tree: Any):
+        self.tree = tree
+
+    def tree_flatten(self):
+        leaves, treedef = jax.tree.flatten(self.tree)
+        mask = tuple(is_array_leaf(x) for x in leaves)
+        statics = tuple(x for x, m in zip(leaves, mask) if not m)
+        return [x for x, m in zip(leaves, mask) if m], (treedef, mask, statics)
+
+    @classmethod
+    def tree_unflatten(cls, aux, arrays):
+        treedef, mask, statics = aux
+        arrays, statics = iter(arrays), iter(statics)
+        return cls(jax.tree.unflatten(treedef, [next(arrays) if m else next(statics)
+                                                for m in mask]))
+
+    def __eq__(self, other):
+        return type(other) is StaticLeaves and self.tree_flatten()[1] == other.tree_flatten()[1]
+
+    __hash__ = None
+
+
+def has_static_leaves(value: Any) -> bool:
+    return not all(is_array_leaf(x) for x in jax.tree.leaves(value))
+
+
+def as_input(value: Any) -> Any:
+    """``value``, wrapped in :class:`StaticLeaves` if it has leaves JAX cannot trace."""
+    return StaticLeaves(value) if has_static_leaves(value) else value
+
+
+# -- signatures --------------------------------------------------------------------------------
+
 @dataclass(frozen=True)
+class _Written:
+    """How a written state's new value is rebuilt from the jaxpr's outputs."""
+
+    treedef: Any
+    mask: Tuple[bool, ...]  # which leaves are jaxpr outputs (the rest are static)
+    statics: Tuple[Any, ...]
+    wrap: bool  # has static leaves: give it back as StaticLeaves
+
+    @classmethod
+    def of(cls, value: Any) -> "_Written":
+        leaves, treedef = jax.tree.flatten(value)
+        mask = tuple(is_array_leaf(x) for x in leaves)
+        return cls(treedef, mask, tuple(x for x, m in zip(leaves, mask) if not m),
+                   not all(mask))
+
+    def arrays(self, value: Any) -> list:
+        return [x for x, m in zip(jax.tree.leaves(value), self.mask) if m]
+
+    def build(self, arrays: Sequence[Any]) -> Any:
+        arrays, statics = iter(arrays), iter(self.statics)
+        tree = jax.tree.unflatten(self.treedef, [next(arrays) if m else next(statics)
+                                                 for m in self.mask])
+        return StaticLeaves(tree) if self.wrap else tree
+
+
+@dataclass(frozen=True, eq=False)
+class JaxprTrace:
+    """One trace of a stateful function: its jaxpr and how values map onto it.
+
+    The jaxpr's inputs are the traced argument leaves (``arg_mask`` says
+    which), then the array leaves of the values of the states at positions
+    ``inputs`` of the signature; its outputs are the output's leaves, then the
+    array leaves of the written states' new values. It holds no State, so a
+    cache of traces does not keep states alive.
+    """
+
+    jaxpr: Any
+    consts: Sequence[Any]
+    arg_mask: Tuple[bool, ...]
+    in_avals: Tuple[Any, ...]
+    inputs: Tuple[int, ...]
+    out_tree: Any
+    written_specs: Tuple[_Written, ...]
+
+    def flat_inputs(self, state_values: Sequence[Any], arg_leaves: Sequence[Any]):
+        """The jaxpr's input list for these values, or ``None`` if their types do not fit."""
+        if len(arg_leaves) != len(self.arg_mask):
+            return None
+        flat = [x for x, m in zip(arg_leaves, self.arg_mask) if m]
+        for i in self.inputs:
+            flat += [x for x in jax.tree.leaves(state_values[i]) if is_array_leaf(x)]
+        if len(flat) != len(self.in_avals):
+            return None
+        for x, aval in zip(flat, self.in_avals):
+            if not _same_type(x, aval):
+                return None
+        return flat
+
+    def run(self, state_values: Sequence[Any], arg_leaves: Sequence[Any]):
+        """``(out, written_values)``, or ``None`` if the values' types do not fit."""
+        flat = self.flat_inputs(state_values, arg_leaves)
+        if flat is None:
+            return None
+        outs = eval_jaxpr(self.jaxpr, self.consts, *flat)
+        k = self.out_tree.num_leaves
+        out = jax.tree.unflatten(self.out_tree, outs[:k])
+        new_values = []
+        for spec in self.written_specs:
+            n = sum(spec.mask)
+            new_values.append(spec.build(outs[k:k + n]))
+            k += n
+        return out, new_values
+
+
+@dataclass(frozen=True, eq=False)
 class StateSignature:
-    """The external states one call signature of a function touches.
+    """The states one call of a function touches, and the trace of that call.
 
     ``states`` lists every state read or written, in first-touch order;
-    ``written`` marks the ones written. Only written states become outputs of
-    the pure function; the others are inputs only.
+    ``written`` marks the ones written (assigned, or a container mutated in
+    place); ``read`` the ones read. Only written states become outputs of the
+    pure function; the others are inputs only. ``trace`` is the jaxpr.
     """
 
     states: Tuple[State, ...]
     written: Tuple[bool, ...]
     read: Tuple[bool, ...]
-    epoch: int = 0
-    index: Dict[State, int] = field(default_factory=dict, compare=False, repr=False)
+    trace: Optional[JaxprTrace] = field(default=None, repr=False)
+    index: Dict[State, int] = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         self.index.update({s: i for i, s in enumerate(self.states)})
-
-    @classmethod
-    def from_scope(cls, scope, epoch: int = 0) -> "StateSignature":
-        """The signature recorded by a discovery scope (a :class:`~brainx.StateTraceStack`)."""
-        states = scope.states
-        return cls(states=states, written=tuple(scope.was_written(s) for s in states),
-                   read=tuple(s in scope._read for s in states), epoch=epoch)
 
     @property
     def write_states(self) -> Tuple[State, ...]:
@@ -96,13 +228,20 @@ class StateSignature:
         return tuple(i for i, w in enumerate(self.written) if w)
 
 
+def _same_type(x: Any, aval: Any) -> bool:
+    try:
+        other = abstractify(x)
+    except TypeError:
+        return False
+    return other.shape == aval.shape and other.dtype == aval.dtype
+
+
 def run_with_rediscovery(run: Callable[[Any], Any], sig: Any, rediscover: Callable[[], Any],
                          owns: Callable[[Any], bool]) -> Any:
-    """``run(sig)``; if its trace finds ``sig`` stale, ``run(rediscover())`` once.
+    """``run(sig)``; if its trace finds ``sig`` does not fit, ``run(rediscover())`` once.
 
     Only a :class:`RetraceNeeded` whose owner ``owns`` accepts is handled here;
-    an inner transform's is left to that transform. A second stale trace means
-    the function touches different states each time it is traced: an error.
+    an inner transform's is left to that transform.
     """
     try:
         return run(sig)
@@ -114,20 +253,26 @@ def run_with_rediscovery(run: Callable[[Any], Any], sig: Any, rediscover: Callab
     except RetraceNeeded as e:
         if not owns(e.owner):
             raise
-        raise RuntimeError(
-            f"{e.owner.name} touched different states on two traces with the same "
-            f"arguments ({list(e.states)!r}). A function under a brainx transform must "
-            "touch the same states every time it is traced.") from None
+        raise RuntimeError(  # pragma: no cover - a fresh trace always fits its own arguments
+            f"{e.owner.name}: the jaxpr traced for these arguments does not fit them.") from None
 
 
 def read_state_values(states: Sequence[State]) -> list:
-    """The current values of ``states``, reported as reads to the enclosing trace."""
+    """The values of ``states`` visible here, reported as reads to the enclosing scope.
+
+    A value with leaves JAX cannot trace comes wrapped in :class:`StaticLeaves`.
+    """
     frames = _THREAD.frames
     if frames:
         top = frames[-1]
-        for s in states:
-            top.record_read(s)
-    return [s._value for s in states]
+        values = [top.read_value(s) for s in states]
+    else:
+        values = [s._checked_value() for s in states]
+    return [v if _plain(v) else as_input(v) for v in values]
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, (jax.Array, Tracer))
 
 
 def write_state_values(states: Sequence[State], values: Sequence[Any]) -> None:
@@ -136,15 +281,17 @@ def write_state_values(states: Sequence[State], values: Sequence[Any]) -> None:
     Outside every brainx transform a tracer among the values means a raw JAX
     transform is tracing us: that is refused before any state changes.
     """
-    if not _THREAD.depth and jax_is_tracing() and _holds_tracer(values):
-        for s, v in zip(states, values):
-            check_no_tracer(s, v)
-        raise TracerLeakError("a JAX tracer would be stored in a state")  # pragma: no cover
+    values = [v.tree if type(v) is StaticLeaves else v for v in values]
     frames = _THREAD.frames
     if frames:
         top = frames[-1]
-        for s in states:
-            top.record_write(s)
+        for s, v in zip(states, values):
+            top.write_value(s, v)
+        return
+    if jax_is_tracing() and _holds_tracer(values):
+        for s, v in zip(states, values):
+            check_no_tracer(s, v)
+        raise TracerLeakError("a JAX tracer would be stored in a state")  # pragma: no cover
     for s, v in zip(states, values):
         s._value = v
 
@@ -157,7 +304,7 @@ def _is_array_like(x: Any) -> bool:
     # ShapeDtypeStruct: an abstract argument (a loop discovers its step with the type of one
     # slice of xs, which may have no slice at all).
     return isinstance(x, (jax.Array, np.ndarray, np.generic, int, float, complex, bool,
-                          jax.ShapeDtypeStruct)) or hasattr(x, "__jax_array__")
+                          jax.ShapeDtypeStruct, Tracer)) or hasattr(x, "__jax_array__")
 
 
 def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> Tuple[int, ...]:
@@ -274,7 +421,7 @@ class StatefulFunction:
         self.static_argnums, self.static_argnames = _infer_static(
             fun, static_argnums, tuple(static_argnames or ()))
         self._has_names = _fixed_positional_count(fun) is not None
-        self._cache: Dict[Hashable, StateSignature] = {}
+        _check_static_argnames(fun, self.static_argnames, self.name)
 
     # -- arguments ---------------------------------------------------------
     def split_args(self, args: tuple, kwargs: dict):
@@ -320,40 +467,69 @@ class StatefulFunction:
         kwargs.update((k, v) for k, _, v in static_kw)
         return tuple(args), kwargs
 
-    # -- discovery -----------------------------------------------------------
+    # -- discovery: the one trace ---------------------------------------------
     def signature(self, args: tuple, kwargs: dict) -> StateSignature:
-        """The states this call touches (cached per static key)."""
+        """Trace this call (arguments as given to the function) and return its signature."""
         key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        return self.lookup(key, dyn_args, dyn_kwargs)
+        return self.discover(key, dyn_args, dyn_kwargs)
 
-    def lookup(self, key, dyn_args: tuple, dyn_kwargs: dict) -> StateSignature:
-        """The cached signature for ``key``, discovered first if missing or stale."""
-        sig = self._cache.get(key)
-        if sig is None:
-            sig = self.discover(key, dyn_args, dyn_kwargs)
-        return sig
+    def discover(self, key, dyn_args: tuple, dyn_kwargs: dict,
+                 outer_values: Optional[Dict[State, Any]] = None) -> StateSignature:
+        """Trace the function once for these arguments: the states it touches, and its jaxpr.
 
-    def discover(self, key, dyn_args: tuple, dyn_kwargs: dict) -> StateSignature:
-        """Trace the function once, abstractly, and record the states it touches."""
-        epoch = creation_epoch()
-        scope = transform_scope(self.name)
+        ``outer_values`` gives, for some states, the value to trace them with
+        instead of the one visible outside (``vmap``: one lane's value).
+        Nothing is changed: states created inside expire with the trace, and
+        an exception leaves every state as it was.
+        """
         leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
-        is_array = self._traced_leaves(dyn_args, leaves)
+        arg_mask = tuple(self._traced_leaves(dyn_args, leaves))
+        in_avals = [abstractify(x) for x, m in zip(leaves, arg_mask) if m]
+        found: Dict[str, Any] = {}
 
         def traced(*arrays):
-            it = iter(arrays)
-            full = [next(it) if a else leaf for leaf, a in zip(leaves, is_array)]
-            args, kwargs = self.merge_args(key, *jax.tree.unflatten(tree, full))
-            with scope:
-                return self.fun(*args, **kwargs)
+            trace = current_trace()
+            lifted: Dict[State, Tuple[Any, list]] = {}  # state -> (treedef, leaves) as lifted
 
-        jax.eval_shape(traced, *[leaf for leaf, a in zip(leaves, is_array) if a])
-        sig = StateSignature.from_scope(scope, epoch)
-        self._cache[key] = sig
-        return sig
+            def lift(state, outer):
+                if outer_values is not None and state in outer_values:
+                    outer = outer_values[state]
+                value_leaves, treedef = jax.tree.flatten(outer)
+                value_leaves = [new_input(trace, abstractify(x)) if is_array_leaf(x) else x
+                                for x in value_leaves]
+                lifted[state] = (treedef, value_leaves)
+                return jax.tree.unflatten(treedef, value_leaves)
+
+            it = iter(arrays)
+            full = [next(it) if m else x for x, m in zip(leaves, arg_mask)]
+            args, kwargs = self.merge_args(key, *jax.tree.unflatten(tree, full))
+            scope = TransformScope(self.name, lift)
+            with scope:
+                out = self.fun(*args, **kwargs)
+            states = scope.states
+            for s in scope.get_write_states():
+                _refuse_foreign_tracers(s, scope.overlay[s], trace, self.name)
+            written = tuple(scope.was_written(s) or _mutated_in_place(scope.overlay[s], lifted[s])
+                            if s in lifted else scope.was_written(s) for s in states)
+            new_values = [scope.overlay[s] for s, w in zip(states, written) if w]
+            specs = tuple(_Written.of(v) for v in new_values)
+            out_leaves, out_tree = jax.tree.flatten(out)
+            found.update(states=states, written=written,
+                         read=tuple(scope.was_read(s) for s in states),
+                         inputs=tuple(i for i, s in enumerate(states) if s in lifted),
+                         out_tree=out_tree, specs=specs)
+            flat_new = [x for spec, v in zip(specs, new_values) for x in spec.arrays(v)]
+            return out_leaves + flat_new
+
+        jaxpr, consts = trace_to_jaxpr(traced, in_avals, self.name)
+        trace = JaxprTrace(jaxpr=jaxpr, consts=consts, arg_mask=arg_mask,
+                           in_avals=tuple(v.aval for v in jaxpr.invars), inputs=found["inputs"],
+                           out_tree=found["out_tree"], written_specs=found["specs"])
+        return StateSignature(states=found["states"], written=found["written"],
+                              read=found["read"], trace=trace)
 
     def _traced_leaves(self, dyn_args: tuple, leaves: list) -> list:
-        """Which leaves discovery traces abstractly; the others ride along as they are.
+        """Which argument leaves are inputs of the trace; the others are constants of it.
 
         By default every array-like leaf is traced, as under ``jax.jit``; other
         Python objects (a module passed to a function that ``grad`` closes over,
@@ -371,44 +547,34 @@ class StatefulFunction:
         return mask + [False] * (len(leaves) - len(mask))
 
     def clear_cache(self) -> None:
-        self._cache.clear()
+        """Nothing is cached here (each call traces); kept for brainstate's API."""
 
     # -- the pure function ----------------------------------------------------
-    def pure(self, sig: StateSignature, key) -> Callable:
+    def pure(self, sig: StateSignature, key=None) -> Callable:
         """``pure(state_values, *dyn_args, **dyn_kwargs) -> (out, written_values)``.
 
-        A fresh closure on every call, so that JAX's own trace caches keyed on
-        the function never return a trace of an older closure.
+        Evaluates the jaxpr of ``sig`` (the user's function is not run again).
+        ``state_values`` line up with ``sig.states``. Arguments of other types
+        than the trace's raise :class:`RetraceNeeded`.
         """
-        states = sig.states
-        write_idx = sig.write_indices
+        return self.pure_of(sig.trace)
 
+    def pure_of(self, trace: JaxprTrace) -> Callable:
+        """:meth:`pure` for a :class:`JaxprTrace` (holds no State)."""
         def pure(state_values, *dyn_args, **dyn_kwargs):
-            args, kwargs = self.merge_args(key, dyn_args, dyn_kwargs)
-            scope = transform_scope(self.name)
-            with scope:
-                for s, v in zip(states, state_values):
-                    scope.swap_in(s, v)
-                out = self.fun(*args, **kwargs)
-                new_values = [states[i]._value for i in write_idx]
-            unknown = [s for s in scope.states if s not in sig.index]
-            unknown += [s for s in scope.get_write_states()
-                        if s in sig.index and not sig.written[sig.index[s]]]
-            if unknown:
-                raise RetraceNeeded(self, unknown)
-            return out, new_values
+            result = trace.run(state_values, jax.tree.leaves((dyn_args, dyn_kwargs)))
+            if result is None:
+                raise RetraceNeeded(self)
+            return result
 
         pure.__name__ = f"pure_{getattr(self.fun, '__name__', 'fun')}"
         return pure
 
     def call(self, run: Callable[[StateSignature, Any, tuple, dict], Any], args: tuple,
              kwargs: dict):
-        """``run(sig, key, dyn_args, dyn_kwargs)`` with a signature, retrying once if stale."""
+        """``run(sig, key, dyn_args, dyn_kwargs)`` with this call's signature (one trace)."""
         key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        return run_with_rediscovery(lambda sig: run(sig, key, dyn_args, dyn_kwargs),
-                                    self.lookup(key, dyn_args, dyn_kwargs),
-                                    lambda: self.discover(key, dyn_args, dyn_kwargs),
-                                    lambda owner: owner is self)
+        return run(self.discover(key, dyn_args, dyn_kwargs), key, dyn_args, dyn_kwargs)
 
     # -- inspection -----------------------------------------------------------
     def make_jaxpr(self, *args, **kwargs):
@@ -419,7 +585,7 @@ class StatefulFunction:
         function's output followed by the new values of the written states.
         """
         def run(sig, key, dyn_args, dyn_kwargs):
-            values = [s._value for s in sig.states]
+            values = peek_state_values(sig.states)
             jaxpr = jax.make_jaxpr(self.pure(sig, key))(values, *dyn_args, **dyn_kwargs)
             return jaxpr, sig.states
 
@@ -436,6 +602,60 @@ class StatefulFunction:
 
     def __repr__(self) -> str:
         return f"StatefulFunction({self.name})"
+
+
+def _refuse_foreign_tracers(state: State, value: Any, trace: Any, where: str) -> None:
+    """Raise if ``value`` holds a tracer of a trace other than ``trace`` and its parents.
+
+    Such a tracer was written by a raw JAX transform (``jax.jit``,
+    ``lax.scan``, ...) nested in the brainx one: it has died with that
+    transform's trace.
+    """
+    alive = set()
+    t = trace
+    while t is not None:
+        alive.add(id(t))
+        t = getattr(t, "parent_trace", None)
+    for leaf in jax.tree.leaves(value):
+        if isinstance(leaf, Tracer) and id(getattr(leaf, "_trace", None)) not in alive:
+            raise TracerLeakError(
+                f"{state!r} was written inside a raw JAX transform (jax.jit, jax.checkpoint, "
+                f"jax.lax.scan / fori_loop / cond / while_loop, ...) called by {where}, and "
+                "still holds that transform's value after it ended: the raw transform cannot "
+                "hand the new value back to brainx. Use the brainx transform instead "
+                "(brainx.transform.jit, checkpoint, scan, for_loop, cond, while_loop), or "
+                "return the value from the helper and write the state outside it. No state "
+                "was changed.")
+
+
+def _mutated_in_place(value: Any, lifted: Tuple[Any, list]) -> bool:
+    """Whether the value a trace read was changed in place (a container's item replaced)."""
+    treedef, leaves = lifted
+    now, now_def = jax.tree.flatten(value)
+    return now_def != treedef or any(a is not b for a, b in zip(now, leaves))
+
+
+def peek_state_values(states: Sequence[State]) -> list:
+    """The values of ``states`` visible here, without recording reads (for inspection)."""
+    frames = _THREAD.frames
+    if not frames:
+        return [as_input(s._checked_value()) for s in states]
+    return [as_input(frames[-1].read_value(s)) for s in states]
+
+
+def _check_static_argnames(fun: Callable, names: Sequence[str], where: str) -> None:
+    """Refuse static_argnames the function has no parameter for, as ``jax.jit`` does."""
+    try:
+        params = inspect.signature(fun).parameters.values()
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    known = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"{where}: static_argnames {unknown} are not parameters of the "
+                         f"function, whose parameters are {sorted(known)}.")
 
 
 def _check_hashable(value: Any, what: str, name: str) -> None:
