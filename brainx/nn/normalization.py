@@ -76,7 +76,8 @@ def _stats(x, axes, axis_name=None, axis_index_groups=None, use_mean=True, mask=
 
     def mean(v):
         m = jnp.mean(v, axis=axes, keepdims=True, where=mask)
-        return m if axis_name is None else jax.lax.pmean(m, axis_name, axis_index_groups)
+        return m if axis_name is None else jax.lax.pmean(m, axis_name,
+                                                         axis_index_groups=axis_index_groups)
 
     if not use_mean:
         var = mean(jnp.square(x))
