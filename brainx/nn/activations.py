@@ -148,8 +148,8 @@ def standardize(x: Any, axis: Axis = -1, variance: Any = None, epsilon: Any = 1e
 
 def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: Union[int, Sequence[int]] = -1
             ) -> jax.Array:
-    """Integer labels as one-hot vectors of length ``num_classes`` (float by default)."""
-    return jax.nn.one_hot(x, num_classes, dtype=dtype or jnp.float_, axis=axis)
+    """Integer labels as one-hot vectors of length ``num_classes`` (default float dtype)."""
+    return jax.nn.one_hot(x, num_classes, dtype=dtype, axis=axis)
 
 
 def relu6(x: Any) -> Any:
