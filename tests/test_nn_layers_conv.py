@@ -28,10 +28,9 @@ def conv_ref(x, w, b, stride, padding, dilation=1, groups=1, n=2):
 
 
 @pytest.mark.parametrize("n,stride,padding,dilation,groups", [
-    (1, 1, "SAME", 1, 1), (1, 2, "VALID", 2, 2), (2, 2, "SAME", 1, 1), (2, 1, "VALID", 1, 2),
-    (2, 1, 1, 1, 1), (3, 1, "SAME", 1, 1)])
+    (1, 2, "VALID", 2, 2), (2, 2, "SAME", 1, 1), (2, 1, 1, 1, 2), (3, 1, "SAME", 1, 1)])
 def test_conv_matches_lax_values_gradients_and_shapes(n, stride, padding, dilation, groups):
-    size = (6,) * n + (4,)
+    size = (6 if n < 3 else 3,) * n + (4,)
     conv = CONVS[n](size, 6, 3, stride=stride, padding=padding, rhs_dilation=dilation,
                     groups=groups, b_init=nn.init.Normal())
     p = conv.weight.value
