@@ -1,21 +1,78 @@
-"""Neural-network modules for spiking models, following brainstate.nn's names.
+"""Neural-network modules, following brainstate.nn's names.
 
 :class:`Module` collects its states by type (``net.states(ParamState)``) with
 dotted paths; :func:`init_all_states` / :func:`reset_all_states` call every
-module's ``init_state`` / ``reset_state``. Layers: :class:`Linear`,
-:class:`LIF`, :class:`LIFRef`, :class:`ALIF`, :class:`Expon`; spike functions
-with surrogate gradients in :mod:`brainx.nn.surrogate`; initialisers in
-:mod:`brainx.nn.init`.
+module's ``init_state`` / ``reset_state``. Layers for deep learning
+(:class:`Sequential`, :class:`Linear`, convolutions, pooling, normalisation,
+dropout, embeddings, recurrent cells, activations; see docs/nn-layers.md) and
+for spiking models (:class:`LIF`, :class:`LIFRef`, :class:`ALIF`,
+:class:`Expon`); spike functions with surrogate gradients in
+:mod:`brainx.nn.surrogate`; initialisers in :mod:`brainx.nn.init`.
 """
 
 from brainx.nn import init, surrogate
-from brainx.nn.collective import init_all_states, reset_all_states
+from brainx.nn.activations import (
+    celu, elu, gelu, glu, hard_shrink, hard_sigmoid, hard_silu, hard_swish, hard_tanh,
+    leaky_relu, log_sigmoid, log_softmax, logsumexp, mish, one_hot, prelu, relu, relu6, rrelu,
+    selu, sigmoid, silu, soft_shrink, soft_sign, softmax, softmin, softplus, sparse_plus,
+    sparse_sigmoid, squareplus, standardize, swish, tanh, tanh_shrink,
+)
+from brainx.nn.collective import (
+    assign_state_values, call_all_fns, call_order, init_all_states, reset_all_states,
+    vmap_call_all_fns, vmap_init_all_states, vmap_reset_all_states,
+)
+from brainx.nn.containers import ElementWiseBlock, Sequential
+from brainx.nn.conv import (
+    Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
+)
+from brainx.nn.describe import ParamDescriber
+from brainx.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from brainx.nn.elementwise import (
+    CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, Identity,
+    LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, RReLU, Sigmoid, SiLU, Softmax,
+    Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
+)
+from brainx.nn.embedding import Embedding
 from brainx.nn.linear import Linear
 from brainx.nn.module import Module, iter_tree
 from brainx.nn.neuron import ALIF, LIF, LIFRef, Neuron, exp_decay
+from brainx.nn.normalization import (
+    BatchNorm0d, BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm,
+)
+from brainx.nn.param_count import count_parameters
+from brainx.nn.pooling import (
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d,
+    MaxPool2d, MaxPool3d,
+)
+from brainx.nn.rnn_cells import GRUCell, LSTMCell, RNNCell, ValinaRNNCell
+from brainx.nn.shape_ops import Flatten, Unflatten
 from brainx.nn.synapse import Expon
 
 __all__ = [
-    "Module", "iter_tree", "init_all_states", "reset_all_states", "Linear", "Neuron", "LIF",
-    "LIFRef", "ALIF", "Expon", "exp_decay", "init", "surrogate",
+    # modules and collective operations
+    "Module", "iter_tree", "ParamDescriber", "ElementWiseBlock", "Sequential", "call_order",
+    "call_all_fns", "vmap_call_all_fns", "init_all_states", "vmap_init_all_states",
+    "reset_all_states", "vmap_reset_all_states", "assign_state_values", "count_parameters",
+    # layers
+    "Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
+    "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "BatchNorm0d", "BatchNorm1d",
+    "BatchNorm2d", "BatchNorm3d", "LayerNorm", "RMSNorm", "GroupNorm", "Dropout", "Dropout1d",
+    "Dropout2d", "Dropout3d", "Flatten", "Unflatten", "Embedding", "RNNCell", "ValinaRNNCell",
+    "GRUCell", "LSTMCell",
+    # activation layers
+    "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU",
+    "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU",
+    "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin",
+    "Softmax", "Softmax2d", "LogSoftmax", "Identity",
+    # activation functions
+    "tanh", "relu", "squareplus", "softplus", "soft_sign", "sigmoid", "silu", "swish",
+    "log_sigmoid", "elu", "leaky_relu", "hard_tanh", "celu", "selu", "gelu", "glu", "logsumexp",
+    "log_softmax", "softmax", "standardize", "one_hot", "relu6", "hard_sigmoid", "hard_silu",
+    "hard_swish", "hard_shrink", "rrelu", "mish", "soft_shrink", "prelu", "tanh_shrink",
+    "softmin", "sparse_plus", "sparse_sigmoid",
+    # spiking models
+    "Neuron", "LIF", "LIFRef", "ALIF", "Expon", "exp_decay", "init", "surrogate",
 ]

@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = [
     "Initializer", "Constant", "ZeroInit", "Normal", "Uniform", "KaimingNormal",
-    "KaimingUniform", "XavierNormal", "param", "seed", "to_size",
+    "KaimingUniform", "XavierNormal", "LecunUniform", "Orthogonal", "param", "seed", "to_size",
 ]
 
 def seed(value: int) -> None:
@@ -180,6 +180,30 @@ class XavierNormal(_VarianceScaling):
 
     def __init__(self, scale: float = 1.0, mode: str = "fan_avg", unit=None, dtype=None):
         super().__init__(scale, mode, unit, dtype)
+
+
+class LecunUniform(_VarianceScaling):
+    """LeCun uniform: variance ``scale / fan_in`` (brainstate's default for embeddings)."""
+
+    distribution = "uniform"
+
+    def __init__(self, scale: float = 1.0, mode: str = "fan_in", unit=None, dtype=None):
+        super().__init__(scale, mode, unit, dtype)
+
+
+class Orthogonal(Initializer):
+    """A (semi-)orthogonal matrix times ``scale`` (``jax.nn.initializers.orthogonal``).
+
+    The last axis is the output axis; the others are flattened into rows.
+    """
+
+    def __init__(self, scale: float = 1.0, axis: int = -1, unit=None, dtype=None):
+        self.scale, self.axis, self.unit, self.dtype = scale, axis, unit, dtype
+
+    def __call__(self, shape, key=None):
+        key = _next_key() if key is None else key
+        make = jax.nn.initializers.orthogonal(self.scale, self.axis)
+        return _with_unit(make(key, to_size(shape), self.dtype or float), self.unit)
 
 
 def param(init: Callable | Any, sizes: int | Sequence[int], batch_size: Optional[int] = None,

@@ -13,6 +13,7 @@ import fnmatch
 from types import EllipsisType
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
 
+from brainx.nn.describe import ParamDescriber
 from brainx.nn.init import to_size
 from brainx.state.state import State, structure_changed
 
@@ -122,6 +123,11 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         return self.update(*args, **kwargs)
+
+    @classmethod
+    def desc(cls, *args, **kwargs) -> ParamDescriber:
+        """Describe a layer without building it: ``Linear.desc(out_size=10)`` (see :class:`ParamDescriber`)."""
+        return ParamDescriber(cls, *args, **kwargs)
 
     # -- state hooks ---------------------------------------------------------------
     def init_state(self, *args, **kwargs) -> None:
