@@ -25,8 +25,8 @@ JI = jax.nn.initializers
     (init.Orthogonal(2.0), JI.orthogonal(2.0)),
 ], ids=lambda x: type(x).__name__ if isinstance(x, init.Initializer) else "")
 def test_random_initialisers_are_jaxs(ours, theirs):
-    for shape in [(4, 6), (3, 4, 6)]:
-        np.testing.assert_array_equal(ours(shape, key=KEY), theirs(KEY, shape, jnp.float32))
+    shape = (3, 4, 6)                        # fans with a receptive field: in 4 * 3, out 6 * 3
+    np.testing.assert_array_equal(ours(shape, key=KEY), theirs(KEY, shape, jnp.float32))
 
 
 def test_fans_of_vectors_and_scalars_are_their_size():
