@@ -204,7 +204,7 @@ def test_register_errors():
     assert list(opt.param_states) == ["w", "0"]
     opt.update({"w": jnp.ones(2), "0": jnp.ones(2)})
     opt.register_trainable_weights({"w": w1})     # nothing new: fine after updates too
-    with pytest.raises(RuntimeError, match=r"\['late'\] arrive after 1 updates"):
+    with pytest.raises(RuntimeError, match=r"\['late'\] arrive after the first update"):
         opt.register_trainable_weights({"late": w3})
 
 
@@ -251,3 +251,36 @@ def test_one_cycle_rises_to_max_lr_then_falls():
     assert np.all(np.diff(values[:4]) > 0) and np.all(np.diff(values[3:]) < 0)
     with pytest.raises(ValueError, match="3 values need 2 boundaries, got 1"):
         optim.PiecewiseConstantSchedule(1.0, [5], [1.0, 0.5, 0.1])
+
+
+def test_an_ensemble_of_optimisers_under_vmap_matches_optax_per_lane():
+    made = {}
+
+    def build(scale):                       # one model and optimiser per lane
+        made["w"] = ParamState(scale * jnp.ones(2))
+        made["opt"] = Adam(lr=0.1)
+        made["opt"].register_trainable_weights({"w": made["w"]})
+
+    starts = jnp.arange(1.0, 4.0)
+    brainx.transform.vmap_new_states(build)(starts)
+    w, opt = made["w"], made["opt"]
+    assert w.value.shape == (3, 2) and opt.step_count.value.shape == (3,)
+
+    @brainx.transform.jit
+    @brainx.transform.vmap(in_states=[w, opt.step_count, opt.opt_state])
+    def step(target):
+        grads = brainx.transform.grad(lambda: ((w.value - target) ** 2).sum(),
+                                      grad_states={"w": w})()
+        opt.update(grads)
+
+    for _ in range(4):
+        step(jnp.zeros(3))
+    tx = optax.adam(0.1)
+    for lane, start in enumerate(starts):
+        p = start * jnp.ones(2)
+        s = tx.init(p)
+        for _ in range(4):
+            updates, s = tx.update(2 * p, s, p)
+            p = optax.apply_updates(p, updates)
+        np.testing.assert_allclose(w.value[lane], p, rtol=1e-6)
+    assert opt.step_count.value.tolist() == [4, 4, 4]

@@ -133,6 +133,7 @@ class OptaxOptimizer(Module):
         self.tx = optax.chain(*pre, tx) if pre else tx
         self.lr = lr
         self._weights = _Registered()
+        self._updated = False  # an update was run or traced (the count may be a tracer)
         self.step_count = OptimState(jnp.zeros((), jnp.int32), name="step_count")
         self.opt_state = OptimState(self.tx.init({}), name="opt_state")
 
@@ -168,13 +169,12 @@ class OptaxOptimizer(Module):
         if not new:
             return
         count = self.step_count.value
-        if isinstance(count, Tracer):
-            raise RuntimeError("register_trainable_weights was called inside a transform; "
-                               "register the weights once, before the jitted training step.")
-        if int(count) > 0:
+        if not isinstance(count, Tracer):   # inside vmap_new_states, a fresh optimiser's count
+            count = int(count)              # is traced: rely on _updated alone
+        if self._updated or (not isinstance(count, Tracer) and count > 0):
             raise RuntimeError(
-                f"register_trainable_weights: {list(new)} arrive after {int(count)} updates. "
-                "optax's state covers every weight and would start again from zero; register all "
+                f"register_trainable_weights: {list(new)} arrive after the first update. optax's "
+                "state covers every weight and would start again from zero; register all "
                 "weights before the first update(), or build a new optimiser.")
         registered.update(new)
         self.opt_state.value = self.tx.init(
@@ -225,6 +225,7 @@ class OptaxOptimizer(Module):
             state.value = with_units_of(state.value, new_params[key])
         self.opt_state.value = new_opt_state
         self.step_count.value = self.step_count.value + 1
+        self._updated = True
 
 
 Optimizer = OptaxOptimizer  # the name brainstate's and the earlier brainx's base class had
