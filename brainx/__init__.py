@@ -5,7 +5,7 @@ States (:class:`State` and its kinds) hold mutable values; the functions in
 """
 
 from brainx import environ, errors, random, transform
-from brainx import nn, optim  # noqa: E402  (they import environ and the states)
+from brainx import io, nn, optim  # noqa: E402  (they import environ and the states)
 from brainx.errors import BatchAxisError, ExpiredStateError, StateTypeError, TracerLeakError
 from brainx.state import (
     BatchState, HiddenState, LongTermState, ParamState, ShortTermState, State, StateCatcher,
@@ -18,5 +18,5 @@ __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
     "StateTraceStack", "StateCatcher", "catch_new_states", "transform", "errors",
     "TracerLeakError", "ExpiredStateError", "StateTypeError", "random", "BatchAxisError",
-    "environ", "nn", "optim",
+    "environ", "nn", "optim", "io",
 ]

@@ -1,11 +1,16 @@
-"""Initialisers for parameters and states, with optional brainunit units.
+"""Initialisers for parameters and states: ``jax.nn.initializers`` with brainunit units.
 
 An initialiser is a callable ``init(shape, key=None) -> array``. Pass one (or a
 plain value) wherever a layer asks for ``w_init``, ``V_initializer`` and the
 like; :func:`param` turns either into an array of the right shape.
 
-Random initialisers draw their key from ``brainx.random`` (seed it with
-``brainx.random.seed`` or :func:`seed`); pass ``key=`` for full control.
+The random ones are ``jax.nn.initializers`` (``variance_scaling``, ``normal``,
+``uniform``, ``orthogonal``) behind a small wrapper that adds what those lack:
+a ``unit`` (the result is a ``brainunit.Quantity``), a key drawn from
+``brainx.random`` when none is given (seed it with ``brainx.random.seed`` or
+:func:`seed`), and fans for 0-d and 1-d shapes (a 1-d shape ``(n,)`` has
+``fan_in = fan_out = n``). :class:`JaxInit` wraps any other JAX initialiser
+the same way.
 
 Examples
 --------
@@ -20,7 +25,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 import brainunit as u
@@ -28,20 +32,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from brainx import random as brainx_random
+
 __all__ = [
-    "Initializer", "Constant", "ZeroInit", "Normal", "Uniform", "KaimingNormal",
-    "KaimingUniform", "XavierNormal", "LecunUniform", "Orthogonal", "param", "seed", "to_size",
+    "Initializer", "JaxInit", "Constant", "ZeroInit", "Normal", "Uniform", "VarianceScaling",
+    "KaimingNormal", "KaimingUniform", "XavierNormal", "XavierUniform", "LecunNormal",
+    "LecunUniform", "Orthogonal", "param", "seed", "to_size",
 ]
+
 
 def seed(value: int) -> None:
     """Seed the keys of random initialisers (``brainx.random.seed``)."""
-    from brainx import random as brainx_random
     brainx_random.seed(value)
-
-
-def _next_key() -> jax.Array:
-    from brainx import random as brainx_random  # imported late: brainx.random imports states
-    return brainx_random.split_key()
 
 
 def to_size(size: int | Sequence[int] | None) -> Tuple[int, ...]:
@@ -56,21 +58,50 @@ def to_size(size: int | Sequence[int] | None) -> Tuple[int, ...]:
     return size
 
 
-def _with_unit(x: jax.Array, unit) -> Any:
-    return x if unit is None else u.Quantity(x, unit=unit)
-
-
 class Initializer:
-    """Base class: ``init(shape, key=None)`` returns an array (a Quantity if ``unit`` is set)."""
+    """Base class: ``init(shape, key=None)`` returns an array (a Quantity if ``unit`` is set).
+
+    A random subclass only says which JAX initialiser it is (:meth:`jax_init`);
+    the key, the dtype and the unit are handled here.
+    """
 
     unit = None
+    dtype = None
 
-    def __call__(self, shape, key: Optional[jax.Array] = None):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def jax_init(self, shape: Tuple[int, ...]) -> Callable:  # pragma: no cover - abstract
+        """The ``jax.nn.initializers`` function ``f(key, shape, dtype)`` for ``shape``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement jax_init or __call__.")
+
+    def __call__(self, shape, key: Optional[jax.Array] = None):
+        shape = to_size(shape)
+        key = brainx_random.split_key() if key is None else key
+        x = self.jax_init(shape)(key, shape, self.dtype or float)
+        return x if self.unit is None else u.Quantity(x, unit=self.unit)
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v is not None)
         return f"{type(self).__name__}({fields})"
+
+
+class JaxInit(Initializer):
+    """Any JAX initialiser ``f(key, shape, dtype)``, with a unit and a default key.
+
+    Examples
+    --------
+    >>> import jax, brainunit as u
+    >>> from brainx.nn import init
+    >>> w = init.JaxInit(jax.nn.initializers.glorot_normal(), unit=u.nS)((3, 3))
+    >>> w.shape, str(w.unit)
+    ((3, 3), 'nS')
+    """
+
+    def __init__(self, init: Callable, unit=None, dtype=None):
+        if not callable(init):
+            raise TypeError(f"JaxInit needs a JAX initialiser f(key, shape, dtype), got {init!r}.")
+        self.init, self.unit, self.dtype = init, unit, dtype
+
+    def jax_init(self, shape):
+        return self.init
 
 
 def _full(value, shape, dtype):
@@ -103,107 +134,121 @@ class ZeroInit(Constant):
         self.unit = unit
 
 
+def _shifted(init: Callable, shift: float) -> Callable:
+    return lambda key, shape, dtype: init(key, shape, dtype) + jnp.asarray(shift, dtype)
+
+
 class Normal(Initializer):
-    """``mean + scale * N(0, 1)`` samples, in ``unit`` if given."""
+    """``mean + scale * N(0, 1)`` samples (``jax.nn.initializers.normal``), in ``unit`` if given."""
 
     def __init__(self, mean: float = 0.0, scale: float = 1.0, unit=None, dtype=None):
         self.mean, self.scale, self.unit, self.dtype = mean, scale, unit, dtype
 
-    def __call__(self, shape, key=None):
-        key = _next_key() if key is None else key
-        x = self.mean + self.scale * jax.random.normal(key, to_size(shape), self.dtype or float)
-        return _with_unit(x, self.unit)
+    def jax_init(self, shape):
+        return _shifted(jax.nn.initializers.normal(self.scale), self.mean)
 
 
 class Uniform(Initializer):
-    """Samples uniform in ``[min_val, max_val)``, in ``unit`` if given."""
+    """Samples uniform in ``[min_val, max_val)`` (``jax.nn.initializers.uniform``), in ``unit``."""
 
     def __init__(self, min_val: float = 0.0, max_val: float = 1.0, unit=None, dtype=None):
         self.min_val, self.max_val, self.unit, self.dtype = min_val, max_val, unit, dtype
 
-    def __call__(self, shape, key=None):
-        key = _next_key() if key is None else key
-        x = jax.random.uniform(key, to_size(shape), self.dtype or float, self.min_val,
-                               self.max_val)
-        return _with_unit(x, self.unit)
+    def jax_init(self, shape):
+        return _shifted(jax.nn.initializers.uniform(self.max_val - self.min_val), self.min_val)
 
 
-def _fans(shape: Tuple[int, ...]) -> Tuple[int, int]:
-    if len(shape) < 1:
-        return 1, 1
-    if len(shape) == 1:
-        return shape[0], shape[0]
-    receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
-    return shape[-2] * receptive, shape[-1] * receptive
+_MODES = ("fan_in", "fan_out", "fan_avg")
+_DISTRIBUTIONS = ("normal", "truncated_normal", "uniform")
 
 
-class _VarianceScaling(Initializer):
-    distribution = "normal"
+class VarianceScaling(Initializer):
+    """Variance ``scale / fan`` (``jax.nn.initializers.variance_scaling``), in ``unit``.
 
-    def __init__(self, scale: float, mode: str, unit=None, dtype=None):
-        if mode not in ("fan_in", "fan_out", "fan_avg"):
-            raise ValueError(f"mode must be 'fan_in', 'fan_out' or 'fan_avg', got {mode!r}.")
-        self.scale, self.mode, self.unit, self.dtype = scale, mode, unit, dtype
+    ``fan`` is ``fan_in``, ``fan_out`` or their mean (``mode``); the last two
+    axes are (in, out) and any others the receptive field, as in JAX. A 1-d
+    shape ``(n,)`` has both fans equal to ``n``, a scalar both equal to 1.
 
-    def __call__(self, shape, key=None):
-        shape = to_size(shape)
-        key = _next_key() if key is None else key
-        fan_in, fan_out = _fans(shape)
-        fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[self.mode]
-        var = self.scale / max(1.0, fan)
-        if self.distribution == "normal":
-            x = math.sqrt(var) * jax.random.normal(key, shape, self.dtype or float)
-        else:
-            lim = math.sqrt(3 * var)
-            x = jax.random.uniform(key, shape, self.dtype or float, -lim, lim)
-        return _with_unit(x, self.unit)
+    Parameters
+    ----------
+    scale : float
+        The variance times the fan.
+    mode : {'fan_in', 'fan_out', 'fan_avg'}
+    distribution : {'normal', 'truncated_normal', 'uniform'}
+        ``normal`` is not truncated (as before brainx used JAX here).
+    unit, dtype : optional
+        The unit of the result, and its dtype (the default float if omitted).
+    """
+
+    def __init__(self, scale: float = 1.0, mode: str = "fan_in", distribution: str = "normal",
+                 unit=None, dtype=None):
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {_MODES}, got {mode!r}.")
+        if distribution not in _DISTRIBUTIONS:
+            raise ValueError(f"distribution must be one of {_DISTRIBUTIONS}, got {distribution!r}.")
+        self.scale, self.mode, self.distribution = scale, mode, distribution
+        self.unit, self.dtype = unit, dtype
+
+    def jax_init(self, shape):
+        # JAX needs two axes for its fans; below that, no axis is in or out and every
+        # element counts as receptive field: fan_in = fan_out = size.
+        axes = {} if len(shape) >= 2 else {"in_axis": (), "out_axis": ()}
+        return jax.nn.initializers.variance_scaling(self.scale, self.mode, self.distribution,
+                                                    **axes)
 
 
-class KaimingNormal(_VarianceScaling):
+class KaimingNormal(VarianceScaling):
     """He normal: variance ``scale / fan_in`` (``scale=2`` suits ReLU-like layers)."""
 
     def __init__(self, scale: float = 2.0, mode: str = "fan_in", unit=None, dtype=None):
-        super().__init__(scale, mode, unit, dtype)
+        super().__init__(scale, mode, "normal", unit, dtype)
 
 
-class KaimingUniform(_VarianceScaling):
+class KaimingUniform(VarianceScaling):
     """He uniform: variance ``scale / fan_in``."""
 
-    distribution = "uniform"
-
     def __init__(self, scale: float = 2.0, mode: str = "fan_in", unit=None, dtype=None):
-        super().__init__(scale, mode, unit, dtype)
+        super().__init__(scale, mode, "uniform", unit, dtype)
 
 
-class XavierNormal(_VarianceScaling):
+class XavierNormal(VarianceScaling):
     """Glorot normal: variance ``scale / fan_avg``."""
 
     def __init__(self, scale: float = 1.0, mode: str = "fan_avg", unit=None, dtype=None):
-        super().__init__(scale, mode, unit, dtype)
+        super().__init__(scale, mode, "normal", unit, dtype)
 
 
-class LecunUniform(_VarianceScaling):
-    """LeCun uniform: variance ``scale / fan_in`` (brainstate's default for embeddings)."""
+class XavierUniform(VarianceScaling):
+    """Glorot uniform: variance ``scale / fan_avg``."""
 
-    distribution = "uniform"
+    def __init__(self, scale: float = 1.0, mode: str = "fan_avg", unit=None, dtype=None):
+        super().__init__(scale, mode, "uniform", unit, dtype)
+
+
+class LecunNormal(VarianceScaling):
+    """LeCun normal: variance ``scale / fan_in``."""
 
     def __init__(self, scale: float = 1.0, mode: str = "fan_in", unit=None, dtype=None):
-        super().__init__(scale, mode, unit, dtype)
+        super().__init__(scale, mode, "normal", unit, dtype)
+
+
+class LecunUniform(VarianceScaling):
+    """LeCun uniform: variance ``scale / fan_in``."""
+
+    def __init__(self, scale: float = 1.0, mode: str = "fan_in", unit=None, dtype=None):
+        super().__init__(scale, mode, "uniform", unit, dtype)
 
 
 class Orthogonal(Initializer):
-    """A (semi-)orthogonal matrix times ``scale`` (``jax.nn.initializers.orthogonal``).
-
-    The last axis is the output axis; the others are flattened into rows.
-    """
+    """A (semi-)orthogonal matrix times ``scale`` (``jax.nn.initializers.orthogonal``)."""
 
     def __init__(self, scale: float = 1.0, axis: int = -1, unit=None, dtype=None):
         self.scale, self.axis, self.unit, self.dtype = scale, axis, unit, dtype
 
-    def __call__(self, shape, key=None):
-        key = _next_key() if key is None else key
-        make = jax.nn.initializers.orthogonal(self.scale, self.axis)
-        return _with_unit(make(key, to_size(shape), self.dtype or float), self.unit)
+    def jax_init(self, shape):
+        if len(shape) < 2:
+            raise ValueError(f"Orthogonal needs a shape with at least 2 axes, got {shape}.")
+        return jax.nn.initializers.orthogonal(self.scale, self.axis)
 
 
 def param(init: Callable | Any, sizes: int | Sequence[int], batch_size: Optional[int] = None,
