@@ -212,3 +212,29 @@ def test_a_scope_closed_out_of_order_still_restores_everything():
     assert not brainx.state.trace.inside_transform()
     alive.clear()  # closing the generator later is harmless
     assert brainx.state.active_traces() == []
+
+
+def test_a_write_through_a_scope_left_open_never_reaches_the_state():
+    """The write goes through a user scope still open when the transform ends (a suspended
+    generator): the transform's overlay holds it, the state never sees the tracer."""
+    h = brainx.HiddenState(jnp.zeros(()), name="h")
+
+    def suspended():
+        with brainx.StateTraceStack():
+            yield
+
+    alive = []
+
+    @transform.jit
+    def step(x):
+        alive.append(suspended())
+        next(alive[-1])
+        h.value = h.value + x      # recorded by the open user scope, passed to the transform
+        return h.value
+
+    with pytest.raises(brainx.errors.BrainxError, match="closed while an inner"):
+        step(1.0)
+    assert float(h.value) == 0.0
+    assert not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(h._value))
+    alive.clear()
+    assert brainx.state.active_traces() == []

@@ -306,20 +306,28 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
         **jit_kwargs) -> Any:
     """Compile a function that reads and writes states with ``jax.jit``.
 
-    The states the function touches are found on its first call (one abstract
-    trace per value of the static arguments); they become explicit inputs of
-    a pure function that ``jax.jit`` compiles, and the states it writes become
-    outputs that are written back after each call. Later calls dispatch
+    The function is traced once per value of the static arguments and per
+    argument types; that one trace finds the states it touches, which become
+    explicit inputs of the function ``jax.jit`` compiles, and the states it
+    writes become outputs, written back after each call. Later calls dispatch
     straight to ``jax.jit``'s cache: reading the states, one call, writing the
     written ones back.
 
-    Like ``jax.jit``, a change of any argument's or state's shape, dtype or
-    tree structure recompiles, and a Python value captured by closure is
-    frozen at trace time. Unlike ``jax.jit``, creating a state outside every
-    transform (re-initialising a model, say) makes the next call look for the
-    function's states again, so new state objects are never missed. That look
-    is one abstract trace (no recompilation when the states are the same
-    objects), so create long-lived states up front rather than one per call.
+    Caching rules. Like ``jax.jit``, a change of any argument's or state's
+    shape, dtype or tree structure retraces (each type is compiled once, so
+    alternating shapes do not recompile), and a Python value captured by
+    closure is frozen at trace time. The function traces again, without
+    recompiling when the states are the same, when a state it found is
+    garbage collected (a model rebuilt, a global rebound to a new State) and
+    when a ``brainx.nn.Module`` State attribute is rebound (``net.h =
+    HiddenState(...)``, ``net.cur = net.buf_b``). A State swapped inside a
+    plain object or container while the old one stays alive is not seen: call
+    ``brainx.state.structure_changed()`` or ``clear_cache()`` after such a
+    swap. Creating states costs nothing.
+
+    Calls are not atomic: two threads calling a function that writes the
+    same state both read its old value, and the later write-back wins. Use a
+    lock, or per-thread states.
 
     Parameters
     ----------
