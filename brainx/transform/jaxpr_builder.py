@@ -30,9 +30,19 @@ from jax._src import config as _config
 from jax._src import core as _core
 from jax._src import linear_util as _lu
 from jax._src import source_info_util as _source_info_util
+from jax._src.array import ArrayImpl as _ArrayImpl
 from jax._src.interpreters import partial_eval as _pe
 
-__all__ = ["trace_to_jaxpr", "new_input", "current_trace", "abstractify", "eval_jaxpr"]
+__all__ = ["trace_to_jaxpr", "new_input", "current_trace", "abstractify", "eval_jaxpr",
+           "CONCRETE_ARRAY", "jit_disabled"]
+
+#: The type of a concrete (not traced) JAX array: what a compiled call returns.
+CONCRETE_ARRAY = _ArrayImpl
+
+
+def jit_disabled() -> bool:
+    """``jax.disable_jit()`` is on (read without going through ``jax.config``)."""
+    return _config.disable_jit.value
 
 
 def _trace_id_state():

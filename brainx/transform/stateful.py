@@ -381,6 +381,9 @@ def _name(fun: Callable) -> str:
     return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or repr(fun)
 
 
+_SELF = object()
+
+
 class StatefulFunction:
     """A function over states, turned into a pure function of explicit state values.
 
@@ -559,12 +562,18 @@ class StatefulFunction:
         """
         return self.pure_of(sig.trace)
 
-    def pure_of(self, trace: JaxprTrace) -> Callable:
-        """:meth:`pure` for a :class:`JaxprTrace` (holds no State)."""
+    def pure_of(self, trace: JaxprTrace, owner: Any = _SELF) -> Callable:
+        """:meth:`pure` for a :class:`JaxprTrace` (holds no State).
+
+        Its :class:`RetraceNeeded` names ``owner`` (this function by default;
+        ``None``: whoever calls it).
+        """
+        owner = self if owner is _SELF else owner
+
         def pure(state_values, *dyn_args, **dyn_kwargs):
             result = trace.run(state_values, jax.tree.leaves((dyn_args, dyn_kwargs)))
             if result is None:
-                raise RetraceNeeded(self)
+                raise RetraceNeeded(owner)
             return result
 
         pure.__name__ = f"pure_{getattr(self.fun, '__name__', 'fun')}"
