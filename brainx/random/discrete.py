@@ -19,8 +19,10 @@ zipf               rejection, see :mod:`brainx.random.rejection`
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import jax.random as jr
 from jax import lax
@@ -33,6 +35,7 @@ from brainx.random.params import (
 __all__ = ["DiscreteSamplers"]
 
 
+@partial(jax.jit, static_argnums=(4, 5))
 def _hypergeometric(key: Any, ngood: Any, nbad: Any, nsample: Any, shape: tuple,
                     dtype: Any) -> Any:
     good, total, n = (jnp.broadcast_to(jnp.asarray(x, dtype), shape)
@@ -40,7 +43,7 @@ def _hypergeometric(key: Any, ngood: Any, nbad: Any, nsample: Any, shape: tuple,
     # Drawing n of total leaves total - n undrawn, a uniform subset too: draw the smaller.
     flip = 2 * n > total
     steps = jnp.where(flip, total - n, n)
-    fdtype = float_dtype(None)
+    fdtype = jnp.float32 if dtype != jnp.int64 else jnp.float64
 
     def draw_one(i, carry):
         good_left, left, drawn = carry
@@ -53,6 +56,7 @@ def _hypergeometric(key: Any, ngood: Any, nbad: Any, nsample: Any, shape: tuple,
     return jnp.where(flip, good - drawn, drawn)
 
 
+@partial(jax.jit, static_argnums=(2, 3, 4))
 def _logseries(key: Any, p: Any, shape: tuple, dtype: Any, fdtype: Any) -> Any:
     # Kemp (1981), algorithm LK: P(k) = -p**k / (k log(1 - p)), k >= 1.
     kv, ku = jr.split(key)

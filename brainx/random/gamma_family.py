@@ -11,8 +11,10 @@ The noncentral chi-square is a Poisson mixture of central ones,
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import jax.random as jr
 
@@ -23,6 +25,7 @@ from brainx.random.params import (
 __all__ = ["GammaFamilySamplers"]
 
 
+@partial(jax.jit, static_argnums=(3, 4))
 def _noncentral_chisquare(key: Any, df: Any, nonc: Any, shape: tuple, dtype: Any) -> Any:
     k_poisson, k_chi2 = jr.split(key)
     n = jr.poisson(k_poisson, jnp.asarray(nonc, dtype) / 2, shape)
@@ -97,6 +100,7 @@ class GammaFamilySamplers(SamplerMixin):
         check(~(jnp.asarray(dfnum) > 0) | ~(jnp.asarray(dfden) > 0),
               f"f: dfnum and dfden must be positive, got {dfnum} and {dfden}.")
         shape = out_shape(size, dfnum, dfden)
+        dfnum, dfden = (jnp.broadcast_to(jnp.asarray(x), shape) for x in (dfnum, dfden))
         return jr.f(self._next_key(key), dfnum, dfden, shape, float_dtype(dtype))
 
     def noncentral_f(self, dfnum, dfden, nonc, size: Size = None, key: Any = None,

@@ -14,8 +14,10 @@ Devroye's Pareto envelope (*Non-Uniform Random Variate Generation*, 1986, X.6).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Tuple
 
+import jax
 import jax.numpy as jnp
 import jax.random as jr
 from jax import lax
@@ -40,31 +42,38 @@ def rejection_sample(key: Any, shape: tuple, dtype: Any,
     return lax.while_loop(unfinished, another_round, start)[1]
 
 
+@partial(jax.jit, static_argnums=(2, 3))
 def von_mises_centered(key: Any, kappa: Any, shape: tuple, dtype: Any) -> Any:
     """Von Mises angles in ``[-pi, pi]`` around 0 with concentration ``kappa``."""
     kappa = jnp.broadcast_to(jnp.asarray(kappa, dtype), shape)
     flat = ~(kappa >= 1e-8)         # (also catches NaN) uniform on the circle
     k = jnp.where(flat, 1.0, kappa)
-    r = 1 + jnp.sqrt(1 + 4 * k * k)
-    rho = 2 * k / (r + jnp.sqrt(2 * r))     # (r - sqrt(2r)) / 2k, without the cancellation
-    s = (1 + rho * rho) / (2 * rho)
+    # Best and Fisher's envelope parameter rho, and 1 - rho, s - 1 and the proposal's
+    # scale c written without the cancellations that break float32 for large kappa.
+    q = jnp.sqrt(1 + 4 * k * k)
+    r = 1 + q
+    root = jnp.sqrt(2 * r)
+    rho = 2 * k / (r + root)
+    one_minus_rho = (1 + 1 / (q + 2 * k) + root) / (r + root)
+    s_minus_1 = one_minus_rho ** 2 / (2 * rho)
+    c = one_minus_rho / (1 + rho)
 
     def propose(round_key):
         ku, kv = jr.split(round_key)
-        z = jnp.cos(jnp.pi * jr.uniform(ku, shape, dtype))
+        # the wrapped Cauchy proposal: arccos((1 + s cos(pi u)) / (s + cos(pi u)))
+        theta = 2 * jnp.arctan(c * jnp.tan(jnp.pi / 2 * jr.uniform(ku, shape, dtype)))
         v = jr.uniform(kv, shape, dtype, minval=jnp.finfo(dtype).tiny)
-        w = (1 + s * z) / (s + z)
-        y = k * (s - w)
+        y = k * (s_minus_1 + 2 * jnp.sin(theta / 2) ** 2)
         ok = (y * (2 - y) - v >= 0) | (jnp.log(y / v) + 1 - y >= 0)
-        return w, ok | flat
+        return theta, ok | flat
 
-    key_w, key_sign, key_flat = jr.split(key, 3)
-    w = rejection_sample(key_w, shape, dtype, propose)
-    sign = jnp.where(jr.bernoulli(key_sign, 0.5, shape), 1, -1).astype(dtype)
-    theta = sign * jnp.arccos(jnp.clip(w, -1, 1))
+    key_theta, key_sign, key_flat = jr.split(key, 3)
+    theta = rejection_sample(key_theta, shape, dtype, propose)
+    theta = jnp.where(jr.bernoulli(key_sign, 0.5, shape), theta, -theta)
     return jnp.where(flat, jr.uniform(key_flat, shape, dtype, -jnp.pi, jnp.pi), theta)
 
 
+@partial(jax.jit, static_argnums=(2, 3, 4))
 def zipf(key: Any, a: Any, shape: tuple, dtype: Any, float_dtype: Any) -> Any:
     """Zipf integers ``k >= 1`` with ``P(k)`` proportional to ``k ** -a`` (``a > 1``)."""
     a = jnp.broadcast_to(jnp.asarray(a, float_dtype), shape)
