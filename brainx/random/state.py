@@ -14,6 +14,7 @@ from brainx.errors import BatchAxisError
 from brainx.lanes import foreign_batch_traces
 from brainx.random.samplers import Samplers
 from brainx.state.state import State
+from brainx.state.trace import inside_transform
 
 __all__ = ["RandomState", "as_key", "os_seed"]
 
@@ -169,7 +170,7 @@ class RandomState(State, Samplers):
             raise ValueError(f"{self!r}.backup_key: a key is backed up already and was not "
                              "restored; call restore_key() first.")
         key = self.value
-        if isinstance(key, Tracer):
+        if inside_transform() or isinstance(key, Tracer):
             raise ValueError(f"{self!r}.backup_key: called inside a transform, where the key is "
                              "traced and the backup could not outlive the trace. Back up the key "
                              "outside the transform.")
