@@ -111,14 +111,6 @@ def test_key_argument_leaves_the_generator_alone_and_is_reproducible():
     same(rng.value, before)
 
 
-def test_multi_key_samplers_split_the_generator_once():
-    """t, negative_binomial, noncentral_* and wald need several keys: still one split."""
-    rng = br.RandomState(4)
-    rng.negative_binomial(2.0, 0.5, size=2)
-    rng.noncentral_f(2.0, 3.0, 1.0, size=2)
-    same(rng.value, jr.split(jr.split(jr.PRNGKey(4))[0])[0])
-
-
 # -- key management -------------------------------------------------------------------------
 
 def test_split_key_backup_and_restore():

@@ -80,15 +80,7 @@ class DiscreteSamplers(SamplerMixin):
 
     def binomial(self, n, p, size: Size = None, key: Any = None, dtype: Any = None,
                  check_valid: bool = True):
-        """Successes in ``n`` trials with success probability ``p``.
-
-        Examples
-        --------
-        >>> import brainx
-        >>> x = brainx.random.RandomState(0).binomial(10, 0.3, size=20000)
-        >>> bool(2.9 < x.mean() < 3.1), x.dtype
-        (True, dtype('int32'))
-        """
+        """Successes in ``n`` trials with success probability ``p``."""
         n, p = unitless("binomial", "n", n), unitless("binomial", "p", p)
         if check_valid:
             check((jnp.asarray(p) < 0) | (jnp.asarray(p) > 1) | (jnp.asarray(n) < 0),

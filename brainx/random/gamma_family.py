@@ -78,15 +78,8 @@ class GammaFamilySamplers(SamplerMixin):
 
     def noncentral_chisquare(self, df, nonc, size: Size = None, key: Any = None,
                              dtype: Any = None):
-        """Noncentral chi-square samples: ``df`` degrees of freedom, noncentrality ``nonc``.
-
-        Examples
-        --------
-        >>> import brainx
-        >>> x = brainx.random.RandomState(0).noncentral_chisquare(3.0, 2.0, size=20000)
-        >>> bool(4.8 < x.mean() < 5.2)          # mean df + nonc
-        True
-        """
+        """Noncentral chi-square samples: ``df`` degrees of freedom, noncentrality ``nonc``
+        (mean ``df + nonc``)."""
         df, nonc = unitless("noncentral_chisquare", "df", df), unitless(
             "noncentral_chisquare", "nonc", nonc)
         check(~(jnp.asarray(df) > 0) | ~(jnp.asarray(nonc) >= 0),

@@ -19,8 +19,6 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence, Union
 
 import brainunit as u
-import jax.numpy as jnp
-import jax.random as jr
 import numpy as np
 from jax.core import Tracer
 
@@ -98,12 +96,3 @@ class SamplerMixin:
 
     def _next_key(self, key: Any) -> Any:  # pragma: no cover - provided by RandomState
         raise NotImplementedError
-
-    def _next_keys(self, key: Any, n: int) -> Any:
-        """``n`` keys from one draw: the generator advances once, as for any sampler."""
-        return jr.split(self._next_key(key), n)
-
-
-def as_array(x: Any, dtype: Any) -> Any:
-    """``x`` as a JAX array of ``dtype`` (``None`` stays ``None``)."""
-    return None if x is None else jnp.asarray(x, dtype)
