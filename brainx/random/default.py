@@ -17,9 +17,11 @@ __all__ = [
 ]
 
 DEFAULT = None  # set below; RandomState() looks here for its key
-from brainx.random.state import RandomState, os_seed  # noqa: E402  (needs DEFAULT defined)
+from brainx.random.per_thread import PerThreadRandomState  # noqa: E402  (needs DEFAULT defined)
+from brainx.random.state import RandomState, os_seed  # noqa: E402
 
-DEFAULT = RandomState(os_seed(), name="DEFAULT")
+#: The default generator: one key per thread (see :mod:`brainx.random.per_thread`).
+DEFAULT = PerThreadRandomState(os_seed(), name="DEFAULT")
 
 
 def seed(seed_or_key: Any = None) -> None:
