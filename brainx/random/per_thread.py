@@ -83,6 +83,10 @@ class PerThreadRandomState(RandomState):
         else:
             self._local.key = value
 
+    def clone(self) -> RandomState:
+        """A new, ordinary :class:`RandomState` with a key split from this thread's."""
+        return RandomState(self.split_key())
+
     def _fork(self) -> Any:
         """A key for a thread drawing for the first time: folded from the home thread's."""
         with self._lock:
