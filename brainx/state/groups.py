@@ -99,7 +99,7 @@ class HiddenTreeState(HiddenGroupState):
     >>> import brainunit as u, jax.numpy as jnp, brainx
     >>> s = brainx.HiddenTreeState({"v": jnp.zeros(3) * u.mV, "i": jnp.ones(3) * u.mA})
     >>> s.get_value("i")
-    ArrayImpl([1., 1., 1.], dtype=float32) * mamp
+    Quantity([1. 1. 1.], "mA")
     >>> s.set_value({"v": jnp.full(3, 2.0) * u.mV}); s.get_value("v").mantissa.tolist()
     [2.0, 2.0, 2.0]
     """

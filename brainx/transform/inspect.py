@@ -36,12 +36,21 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
                           name=f"make_jaxpr({getattr(fun, '__name__', 'fun')})")
 
     def make(*args, **kwargs):
-        jaxpr, states = sf.make_jaxpr(*args, **kwargs)
+        jaxpr, states = _jaxpr_and_states(sf, args, kwargs)
         if not return_shape:
             return jaxpr, states
         return jaxpr, states, _eval_shape_sf(sf, args, kwargs)
 
     return make
+
+
+def _jaxpr_and_states(sf: StatefulFunction, args: tuple, kwargs: dict):
+    """``(closed_jaxpr, states)``: inputs are the states' values then the dynamic arguments."""
+    def run(sig, key, dyn_args, dyn_kwargs):
+        values = peek_state_values(sig.states)
+        return jax.make_jaxpr(sf.pure(sig, key))(values, *dyn_args, **dyn_kwargs), sig.states
+
+    return sf.call(run, args, kwargs)
 
 
 def _eval_shape_sf(sf: StatefulFunction, args: tuple, kwargs: dict):

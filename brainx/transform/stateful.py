@@ -39,6 +39,14 @@ from brainx.errors import TracerLeakError
 from brainx.lanes import jax_is_tracing
 from brainx.state.state import State, check_no_tracer
 from brainx.state.trace import _THREAD, TransformScope
+from brainx.transform.arguments import (
+    check_hashable, check_static_argnames, fixed_positional_count, function_name, infer_static,
+    normalize_argnums,
+)
+from brainx.transform.stateful_api import StatefulFunctionAPI
+from brainx.transform.state_values import (
+    StaticLeaves, WrittenSpec, as_input, has_static_leaves, is_array_leaf,
+)
 from brainx.transform.jaxpr_builder import (
     abstractify, current_trace, eval_jaxpr, new_input, trace_to_jaxpr,
 )
@@ -63,86 +71,6 @@ class RetraceNeeded(Exception):
         self.states = tuple(states)
 
 
-# -- values with leaves JAX cannot trace (strings, objects) ------------------------------------
-
-_SCALAR_TYPES = (int, float, complex, bool, np.generic, np.ndarray)
-
-
-def is_array_leaf(x: Any) -> bool:
-    """A pytree leaf JAX can trace: an array, a tracer, or a Python/NumPy scalar."""
-    return isinstance(x, (jax.Array, Tracer, *_SCALAR_TYPES, jax.ShapeDtypeStruct)) or hasattr(
-        x, "__jax_array__")
-
-
-@jax.tree_util.register_pytree_node_class
-class StaticLeaves:
-    """A state value with leaves JAX cannot trace, which ride along as static data.
-
-    Its pytree leaves are the value's array leaves only, so it can cross a
-    ``jax.jit`` or loop boundary; :func:`write_state_values` unwraps it.
-    """
-
-    __slots__ = ("tree",)
-
-    def __init__(self, tree: Any):
-        self.tree = tree
-
-    def tree_flatten(self):
-        leaves, treedef = jax.tree.flatten(self.tree)
-        mask = tuple(is_array_leaf(x) for x in leaves)
-        statics = tuple(x for x, m in zip(leaves, mask) if not m)
-        return [x for x, m in zip(leaves, mask) if m], (treedef, mask, statics)
-
-    @classmethod
-    def tree_unflatten(cls, aux, arrays):
-        treedef, mask, statics = aux
-        arrays, statics = iter(arrays), iter(statics)
-        return cls(jax.tree.unflatten(treedef, [next(arrays) if m else next(statics)
-                                                for m in mask]))
-
-    def __eq__(self, other):
-        return type(other) is StaticLeaves and self.tree_flatten()[1] == other.tree_flatten()[1]
-
-    __hash__ = None
-
-
-def has_static_leaves(value: Any) -> bool:
-    return not all(is_array_leaf(x) for x in jax.tree.leaves(value))
-
-
-def as_input(value: Any) -> Any:
-    """``value``, wrapped in :class:`StaticLeaves` if it has leaves JAX cannot trace."""
-    return StaticLeaves(value) if has_static_leaves(value) else value
-
-
-# -- signatures --------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Written:
-    """How a written state's new value is rebuilt from the jaxpr's outputs."""
-
-    treedef: Any
-    mask: Tuple[bool, ...]  # which leaves are jaxpr outputs (the rest are static)
-    statics: Tuple[Any, ...]
-    wrap: bool  # has static leaves: give it back as StaticLeaves
-
-    @classmethod
-    def of(cls, value: Any) -> "_Written":
-        leaves, treedef = jax.tree.flatten(value)
-        mask = tuple(is_array_leaf(x) for x in leaves)
-        return cls(treedef, mask, tuple(x for x, m in zip(leaves, mask) if not m),
-                   not all(mask))
-
-    def arrays(self, value: Any) -> list:
-        return [x for x, m in zip(jax.tree.leaves(value), self.mask) if m]
-
-    def build(self, arrays: Sequence[Any]) -> Any:
-        arrays, statics = iter(arrays), iter(self.statics)
-        tree = jax.tree.unflatten(self.treedef, [next(arrays) if m else next(statics)
-                                                 for m in self.mask])
-        return StaticLeaves(tree) if self.wrap else tree
-
-
 @dataclass(frozen=True, eq=False)
 class JaxprTrace:
     """One trace of a stateful function: its jaxpr and how values map onto it.
@@ -160,7 +88,7 @@ class JaxprTrace:
     in_avals: Tuple[Any, ...]
     inputs: Tuple[int, ...]
     out_tree: Any
-    written_specs: Tuple[_Written, ...]
+    written_specs: Tuple[WrittenSpec, ...]
 
     def flat_inputs(self, state_values: Sequence[Any], arg_leaves: Sequence[Any]):
         """The jaxpr's input list for these values, or ``None`` if their types do not fit."""
@@ -307,84 +235,11 @@ def _is_array_like(x: Any) -> bool:
                           jax.ShapeDtypeStruct, Tracer)) or hasattr(x, "__jax_array__")
 
 
-def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> Tuple[int, ...]:
-    """Sorted non-negative positional indices; negative ones resolved against ``fun``'s signature."""
-    if argnums is None:
-        return ()
-    if isinstance(argnums, int):
-        argnums = (argnums,)
-    argnums = tuple(argnums)
-    for i in argnums:
-        if not isinstance(i, int) or isinstance(i, bool):
-            raise TypeError(f"{what} must be ints, got {i!r}.")
-    if any(i < 0 for i in argnums):
-        n = _fixed_positional_count(fun)
-        if n is None:
-            raise ValueError(
-                f"{what}={argnums} has a negative index, which is ambiguous for "
-                f"{_name(fun)}: it takes *args or has no inspectable signature. Use "
-                "non-negative indices.")
-        resolved = []
-        for i in argnums:
-            j = i + n if i < 0 else i
-            if j < 0:
-                raise ValueError(f"{what}={argnums}: index {i} is out of range for "
-                                 f"{_name(fun)}, which takes {n} positional arguments.")
-            resolved.append(j)
-        argnums = tuple(resolved)
-    n = _fixed_positional_count(fun)
-    if n is not None:
-        for i in argnums:
-            if i >= n:
-                raise ValueError(f"{what}={argnums}: index {i} is out of range for "
-                                 f"{_name(fun)}, which takes {n} positional arguments.")
-    return tuple(sorted(set(argnums)))
-
-
-def _infer_static(fun: Callable, argnums: Tuple[int, ...], argnames: Tuple[str, ...]):
-    """Complete each list from the other through ``fun``'s signature, as ``jax.jit`` does.
-
-    So a static argument may be passed by position or by keyword.
-    """
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return argnums, argnames
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    names = list(argnames)
-    for i in argnums:
-        if i < len(positional) and positional[i].kind is positional[i].POSITIONAL_OR_KEYWORD:
-            if positional[i].name not in names:
-                names.append(positional[i].name)
-    nums = set(argnums)
-    for i, p in enumerate(positional):
-        if p.name in argnames and p.kind is p.POSITIONAL_OR_KEYWORD:
-            nums.add(i)
-    return tuple(sorted(nums)), tuple(names)
-
-
-def _fixed_positional_count(fun: Callable) -> Optional[int]:
-    try:
-        sig = inspect.signature(fun)
-    except (TypeError, ValueError):
-        return None
-    n = 0
-    for p in sig.parameters.values():
-        if p.kind is p.VAR_POSITIONAL:
-            return None
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            n += 1
-    return n
-
-
-def _name(fun: Callable) -> str:
-    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or repr(fun)
-
-
+_name = function_name  # the loops' import name
 _SELF = object()
 
 
-class StatefulFunction:
+class StatefulFunction(StatefulFunctionAPI):
     """A function over states, turned into a pure function of explicit state values.
 
     Parameters
@@ -412,19 +267,25 @@ class StatefulFunction:
     """
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(),
-                 name: Optional[str] = None, traced_argnums: Optional[Sequence[int]] = None):
+                 name: Optional[str] = None, traced_argnums: Optional[Sequence[int]] = None,
+                 return_only_write: bool = True, axis_env: Any = None):
         if not callable(fun):
             raise TypeError(f"Expected a callable, got {fun!r}.")
         self.fun = fun
-        self.name = name or _name(fun)
+        self.name = name or function_name(fun)
         self.traced_argnums = None if traced_argnums is None else tuple(traced_argnums)
+        self.return_only_write = return_only_write
+        if axis_env:
+            raise NotImplementedError(
+                f"{self.name}: axis_env is not supported; trace inside brainx.transform.vmap "
+                "(which binds the axis name) instead.")
         static_argnums = normalize_argnums(fun, static_argnums)
         if isinstance(static_argnames, str):
             static_argnames = (static_argnames,)
-        self.static_argnums, self.static_argnames = _infer_static(
+        self.static_argnums, self.static_argnames = infer_static(
             fun, static_argnums, tuple(static_argnames or ()))
-        self._has_names = _fixed_positional_count(fun) is not None
-        _check_static_argnames(fun, self.static_argnames, self.name)
+        self._has_names = fixed_positional_count(fun) is not None
+        check_static_argnames(fun, self.static_argnames, self.name)
 
     # -- arguments ---------------------------------------------------------
     def split_args(self, args: tuple, kwargs: dict):
@@ -442,7 +303,7 @@ class StatefulFunction:
                 "static_argnames for keyword arguments.")
         for i, a in enumerate(args):
             if i in nums:
-                _check_hashable(a, f"positional argument {i}", self.name)
+                check_hashable(a, f"positional argument {i}", self.name)
                 static_pos.append((i, type(a), a))
             else:
                 dyn_args.append(a)
@@ -450,7 +311,7 @@ class StatefulFunction:
         dyn_kwargs = {}
         for k, v in kwargs.items():
             if k in self.static_argnames:
-                _check_hashable(v, f"keyword argument {k!r}", self.name)
+                check_hashable(v, f"keyword argument {k!r}", self.name)
                 static_kw.append((k, type(v), v))
             else:
                 dyn_kwargs[k] = v
@@ -515,7 +376,7 @@ class StatefulFunction:
             written = tuple(scope.was_written(s) or _mutated_in_place(scope.overlay[s], lifted[s])
                             if s in lifted else scope.was_written(s) for s in states)
             new_values = [scope.overlay[s] for s, w in zip(states, written) if w]
-            specs = tuple(_Written.of(v) for v in new_values)
+            specs = tuple(WrittenSpec.of(v) for v in new_values)
             out_leaves, out_tree = jax.tree.flatten(out)
             found.update(states=states, written=written,
                          read=tuple(scope.was_read(s) for s in states),
@@ -549,9 +410,6 @@ class StatefulFunction:
             mask += [i in traced and _is_array_like(leaf) for leaf in jax.tree.leaves(arg)]
         return mask + [False] * (len(leaves) - len(mask))
 
-    def clear_cache(self) -> None:
-        """Nothing is cached here (each call traces); kept for brainstate's API."""
-
     # -- the pure function ----------------------------------------------------
     def pure(self, sig: StateSignature, key=None) -> Callable:
         """``pure(state_values, *dyn_args, **dyn_kwargs) -> (out, written_values)``.
@@ -584,30 +442,6 @@ class StatefulFunction:
         """``run(sig, key, dyn_args, dyn_kwargs)`` with this call's signature (one trace)."""
         key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
         return run(self.discover(key, dyn_args, dyn_kwargs), key, dyn_args, dyn_kwargs)
-
-    # -- inspection -----------------------------------------------------------
-    def make_jaxpr(self, *args, **kwargs):
-        """``(closed_jaxpr, states)``: the jaxpr with state values as explicit inputs/outputs.
-
-        The jaxpr's inputs are the leaves of ``[s.value for s in states]``
-        followed by the dynamic arguments; its outputs are the leaves of the
-        function's output followed by the new values of the written states.
-        """
-        def run(sig, key, dyn_args, dyn_kwargs):
-            values = peek_state_values(sig.states)
-            jaxpr = jax.make_jaxpr(self.pure(sig, key))(values, *dyn_args, **dyn_kwargs)
-            return jaxpr, sig.states
-
-        return self.call(run, args, kwargs)
-
-    def get_states(self, *args, **kwargs) -> Tuple[State, ...]:
-        return self.signature(args, kwargs).states
-
-    def get_read_states(self, *args, **kwargs) -> Tuple[State, ...]:
-        return self.signature(args, kwargs).read_states
-
-    def get_write_states(self, *args, **kwargs) -> Tuple[State, ...]:
-        return self.signature(args, kwargs).write_states
 
     def __repr__(self) -> str:
         return f"StatefulFunction({self.name})"
@@ -650,28 +484,3 @@ def peek_state_values(states: Sequence[State]) -> list:
     if not frames:
         return [as_input(s._checked_value()) for s in states]
     return [as_input(frames[-1].read_value(s)) for s in states]
-
-
-def _check_static_argnames(fun: Callable, names: Sequence[str], where: str) -> None:
-    """Refuse static_argnames the function has no parameter for, as ``jax.jit`` does."""
-    try:
-        params = inspect.signature(fun).parameters.values()
-    except (TypeError, ValueError):
-        return
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return
-    known = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ValueError(f"{where}: static_argnames {unknown} are not parameters of the "
-                         f"function, whose parameters are {sorted(known)}.")
-
-
-def _check_hashable(value: Any, what: str, name: str) -> None:
-    try:
-        hash(value)
-    except TypeError:
-        raise ValueError(
-            f"Static {what} of {name} must be hashable, got a {type(value).__name__}: "
-            f"{value!r}. Pass a hashable value (a tuple instead of a list, say), or make the "
-            "argument dynamic.") from None
