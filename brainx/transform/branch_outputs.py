@@ -169,7 +169,7 @@ def _output_keys(closed: Any, keys: _Keys) -> List[Optional[int]]:
     for eqn in jaxpr.eqns:
         ins = tuple(atom(a) for a in eqn.invars)
         key = None
-        if not eqn.effects and None not in ins and not jcore.jaxprs_in_params(eqn.params):
+        if not eqn.effects and None not in ins and not any(True for _ in jcore.jaxprs_in_params(eqn.params)):
             params = tuple(sorted((k, repr(v)) for k, v in eqn.params.items()))
             key = (eqn.primitive.name, params, ins)
         for k, out in enumerate(eqn.outvars):
@@ -200,5 +200,6 @@ def _evaluate(closed: Any, positions: Sequence[int], flat_args: Sequence[Any]) -
         if any(v in needed for v in eqn.outvars):
             eqns.append(eqn)
             needed.update(v for v in eqn.invars if not isinstance(v, jcore.Literal))
-    pruned = jcore.Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns[::-1])
+    debug = jaxpr.debug_info._replace(result_paths=None)  # fewer outputs than the branch
+    pruned = jcore.Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns[::-1], debug_info=debug)
     return jcore.jaxpr_as_fun(jcore.ClosedJaxpr(pruned, closed.consts))(*flat_args)
