@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from brainx.lanes import current_trace, owned_traces
 from brainx.state.state import State
 from brainx.transform.stateful import (
-    StatefulFunction, StateSignature, read_state_values, write_state_values,
+    StatefulFunction, StateSignature, StaticLeaves, read_state_values, write_state_values,
 )
 
 __all__ = ["grad", "vector_grad", "jacrev", "jacfwd", "jacobian", "hessian", "GradientTransform"]
@@ -139,6 +139,9 @@ class StateDifferentiation:
         ``primals[i]`` with, at each leaf, a tuple over the primals ``j``: the
         blocks of second derivatives. Both levels are arranged the same way.
         """
+        # a state holding leaves JAX cannot trace (strings): its gradient keeps them as they are
+        grads = jax.tree.map(lambda g: g.tree if type(g) is StaticLeaves else g, grads,
+                             is_leaf=lambda g: type(g) is StaticLeaves)
         if not self.unit_aware:  # plain arrays: a Quantity here would carry x's unit, not 1/x's
             grads = jax.tree.map(lambda g: g.mantissa if _is_quantity(g) else g, grads,
                                  is_leaf=_is_quantity)

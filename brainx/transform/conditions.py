@@ -9,7 +9,11 @@ written states get the chosen branch's values.
 
 A branch that changes a state's shape, dtype or tree structure raises
 :class:`~brainx.StateTypeError` naming the state, before JAX compares the
-branch outputs, and leaves every state as it was.
+branch outputs, and leaves every state as it was. A state that starts weakly
+typed (``State(0)``) may become a float in one branch, as in a loop: every
+branch then returns it promoted. Branch outputs are made to agree (and
+outputs all branches compute alike are computed once) by
+:class:`~brainx.transform.branch_outputs.BranchOutputs`.
 
 Called outside every brainx transform, ``cond`` and ``switch`` compile once
 per set of branch functions (as ``jax.lax.cond`` caches its trace per
@@ -24,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from brainx.transform.branch_outputs import BranchOutputs
 from brainx.transform.carry_check import keep_weak_types
 from brainx.transform.loop_cache import run_compiled_once
 from brainx.transform.state_union import StateUnion, UnionSignature
@@ -63,11 +68,10 @@ class _Branches:
 
     def _run(self, sig: UnionSignature, index, operands: tuple):
         values = read_state_values(sig.states)
-        pures = [sig.pure(i, check=f"the {n} of {self.kind}") for i, n in enumerate(self.names)]
-        if self.kind == "cond":  # cond(pred, true_fun, false_fun): branches are (false, true)
-            out, new_values = jax.lax.cond(index, pures[1], pures[0], values, *operands)
-        else:
-            out, new_values = jax.lax.switch(index, pures, values, *operands)
+        pures = [sig.pure(i, check=f"the {n} of {self.kind}", weak_promotion=True)
+                 for i, n in enumerate(self.names)]
+        outputs = BranchOutputs(pures, self.names, self.kind, (values, *operands))
+        out, new_values = outputs.run(index)
         write_state_values(sig.write_states, keep_weak_types(sig.split(values)[0], new_values))
         return out
 

@@ -28,12 +28,16 @@ import jax
 import jax.numpy as jnp
 
 from brainx.state.trace import StateTraceStack
-from brainx.transform.carry_check import keep_weak_types
+from brainx.transform.carry_check import (
+    cast_like, describe_type, has_weak_leaf, keep_weak_types, promote_weak, same_type,
+)
 from brainx.transform.checkpoint_strategies import SegmentPlan
 from brainx.transform.loop_cache import run_compiled_once
 from brainx.transform.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.state_union import StateUnion, UnionSignature
-from brainx.transform.stateful import _name, read_state_values, write_state_values
+from brainx.transform.stateful import (
+    StaticLeaves, _name, read_state_values, write_state_values,
+)
 
 __all__ = ["scan", "for_loop", "while_loop", "bounded_while_loop"]
 
@@ -92,6 +96,63 @@ def step_slice_type(xs: Any) -> Any:
     return jax.tree.map(one, xs)
 
 
+def _check_carry(old: Any, new: Any, what: str) -> None:
+    """Refuse a step that changes the type of the user's carry, in the user's terms."""
+    if not same_type(old, new, weak_promotion=True):
+        raise TypeError(
+            f"{what} returns a carry of type {describe_type(new)}, but the carry it was given "
+            f"has type {describe_type(old)}. A loop carry must keep its tree structure, shapes "
+            "and dtypes from one step to the next; cast or reshape the new carry, or give "
+            "init its final type. No state was changed.")
+
+
+# -- weakly typed carries ----------------------------------------------------------------------
+
+class _PromotedSignature(UnionSignature):
+    """A union signature traced with its weakly typed written states promoted.
+
+    ``split`` gives the written values cast to the promoted types, so the
+    loop runs with the types the signature was traced with.
+    """
+
+    def __init__(self, union: StateUnion, sigs, promoted: Sequence[Any]):
+        super().__init__(union, sigs)
+        self.promoted = list(promoted)
+
+    def split(self, values):
+        written, consts = super().split(values)
+        return [cast_like(v, t) for v, t in zip(written, self.promoted)], consts
+
+
+def promote_weak_carry(sig: UnionSignature, init: Any, step_types: Callable, args_of: Callable):
+    """``(sig, init)`` with weakly typed written states and carry promoted to the step's types.
+
+    ``jax.lax.scan`` and ``while_loop`` accept a weakly typed carry (a Python
+    scalar, ``State(0)``) that the step makes a float: they promote it and
+    trace the step again. Here the step's trace is fixed, so the promotion is
+    found first: ``step_types(sig, written, init) -> (written types, carry
+    type)`` after one step, and each function of the union is traced again
+    (with ``args_of(init)``) for the promoted types. Nothing changes when no
+    leaf is weakly typed.
+    """
+    written, _ = sig.split(read_state_values(sig.states))
+    for _ in range(3):  # each promotion moves up the type lattice, so this ends
+        if not has_weak_leaf((written, init)):
+            break
+        new_written, new_init = step_types(sig, written, init)
+        written, w_changed = promote_weak(written, new_written)
+        init, c_changed = promote_weak(init, new_init)
+        if not (w_changed or c_changed):
+            break
+        outer = {s: v.tree if type(v) is StaticLeaves else v
+                 for s, v in zip(sig.write_states, written)}
+        union = sig.union
+        sigs = [sf.discover((), args, {}, outer_values=outer)
+                for sf, args in zip(union.functions, args_of(init))]
+        sig = _PromotedSignature(union, sigs, written)
+    return sig, init
+
+
 def _pair(out: Any, what: str) -> Tuple[Any, Any]:
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise TypeError(f"{what} must return a pair (new_carry, y), got {type(out).__name__}: "
@@ -117,7 +178,23 @@ class _Scan:
         self.runner = bar.init(length) if bar is not None else None
 
     def __call__(self, init, xs):
-        return self.union.call(lambda sig: self._run(sig, init, xs), (init, step_slice_type(xs)))
+        x_type = step_slice_type(xs)
+
+        def run(sig):
+            sig, init_ = promote_weak_carry(sig, init, lambda *a: self._step_types(*a, x_type),
+                                            lambda c: [(c, x_type)])
+            return self._run(sig, init_, xs)
+        return self.union.call(run, (init, x_type))
+
+    def _step_types(self, sig: UnionSignature, written, init, x_type):
+        """The types of the written states and of the carry after one step."""
+        _, consts = sig.split(read_state_values(sig.states))
+        pure, label = sig.pure(0, check=self.label, weak_promotion=True), self.label
+
+        def step(written, carry, x):
+            out, states = pure(sig.merge(written, consts), carry, x)
+            return states, _pair(out, label)[0]
+        return jax.eval_shape(step, written, init, x_type)
 
     def _run(self, sig: UnionSignature, init, xs):
         values = read_state_values(sig.states)
@@ -128,7 +205,8 @@ class _Scan:
         def body(carry, x):
             states, c = carry[0], carry[1]
             out, states = pure(sig.merge(states, consts), c, x)
-            c, y = _pair(out, label)
+            c_in, (c, y) = c, _pair(out, label)
+            _check_carry(c_in, c, label)
             if runner is None:
                 return (states, c), y
             done = carry[2] + 1
@@ -303,7 +381,17 @@ class _While:
                                  f"{kind} body_fun ({_name(body_fun)})"])
 
     def __call__(self, init_val):
-        return self.union.call(lambda sig: self._run(sig, init_val), (init_val,))
+        def run(sig):
+            sig, init = promote_weak_carry(sig, init_val, self._step_types,
+                                           lambda c: [(c,), (c,)])
+            return self._run(sig, init)
+        return self.union.call(run, (init_val,))
+
+    def _step_types(self, sig: UnionSignature, written, init):
+        """The types of the written states and of the loop value after one body step."""
+        _, consts = sig.split(read_state_values(sig.states))
+        pure = sig.pure(1, check=f"body_fun of {self.kind}", weak_promotion=True)
+        return jax.eval_shape(lambda w, c: pure(sig.merge(w, consts), c)[::-1], written, init)
 
     def _run(self, sig: UnionSignature, init_val):
         _refuse_cond_writes(self.kind, sig.sigs[0].write_states, unchanged=True)
@@ -311,12 +399,14 @@ class _While:
         written, consts = sig.split(values)
         pure_cond = sig.pure(0)
         pure_body = sig.pure(1, check=f"body_fun of {self.kind}", weak_promotion=True)
+        kind = self.kind
 
         def cond(consts, carry):
             return pure_cond(sig.merge(carry[0], consts), carry[1])[0]
 
         def body(consts, carry):
             out, states = pure_body(sig.merge(carry[0], consts), carry[1])
+            _check_carry(carry[1], out, f"body_fun of {kind}")
             return states, out
 
         final = self._loop(cond, body, consts, (written, init_val))

@@ -26,7 +26,7 @@ from brainx.random.state import RandomState
 from brainx.state.state import State
 from brainx.transform.loops import for_loop, infer_length
 from brainx.transform.stateful import (
-    StatefulFunction, StateSignature, peek_state_values, read_state_values, write_state_values,
+    StatefulFunction, StateSignature, StaticLeaves, peek_state_values, read_state_values, write_state_values,
 )
 
 __all__ = ["vmap", "map", "VmappedFunction", "state_axes"]
@@ -78,8 +78,10 @@ class _LaneStatefulFunction(StatefulFunction):
 
         def lane(declared_values, args, kwargs):
             with owned_traces(outer):
+                lane_values = {s: v.tree if type(v) is StaticLeaves else v
+                               for s, v in zip(declared, declared_values)}
                 found.append(StatefulFunction.discover(
-                    self, key, args, kwargs, outer_values=dict(zip(declared, declared_values))))
+                    self, key, args, kwargs, outer_values=lane_values))
 
         mapped = owner.jax_vmap(lane, ([owner.in_state_axes[s] for s in declared],
                                        owner.in_axes, 0), None)

@@ -8,7 +8,10 @@ import jax
 
 from brainx.state.state import State
 from brainx.transform.autodiff import StateDifferentiation, _is_state
-from brainx.transform.stateful import write_state_values
+from brainx.transform.carry_check import describe_type
+from brainx.transform.stateful import (
+    StaticLeaves, is_array_leaf, peek_state_values, write_state_values,
+)
 
 __all__ = ["vjp", "jvp"]
 
@@ -83,7 +86,9 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, *, has_aux: bool =
         ``fun`` returns ``(out, aux)``.
     grad_states, state_tangents : optional
         States to perturb too (a State, a sequence or a dict of States) and
-        their tangents, in the same structure. By default states are
+        their tangents, in the same structure (a tangent has its state's
+        value's structure, shapes and dtypes; for one State, a 1-tuple
+        holding its tangent is accepted too). By default states are
         constants (zero tangent), as in brainstate.
 
     Returns
@@ -110,25 +115,73 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, *, has_aux: bool =
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents.")
     if (grad_states is None) != (state_tangents is None):
         raise ValueError("jvp: grad_states and state_tangents go together; pass both or neither.")
-    state_tangent_list = []
+    states, state_tangent_list = [], []
     if grad_states is not None:
-        states, tree = jax.tree.flatten(grad_states, is_leaf=_is_state)
-        try:
-            state_tangent_list = tree.flatten_up_to(state_tangents)
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"jvp: state_tangents must have the structure of grad_states "
-                             f"({tree}): {e}") from None
-        if any(isinstance(t, State) for t in state_tangent_list):
-            raise TypeError("jvp: state_tangents must hold tangent values, not States.")
+        states, state_tangent_list = _split_state_tangents(grad_states, state_tangents)
     diff = StateDifferentiation(fun, grad_states=grad_states,
                                 argnums=tuple(range(len(primals))), has_aux=has_aux,
                                 check_states=True, name="jvp")
 
     def run(sig, key, args, kwargs):
         sig, f, diff_primals = diff.prepare(sig, key, args, kwargs)
+        tangent_values = [_state_tangent(s, v, t)
+                          for s, v, t in zip(states, diff_primals[0], state_tangent_list)]
         y, y_dot, (_, aux, new_values) = jax.jvp(
-            f, diff_primals, (list(state_tangent_list), *tangents), has_aux=True)
+            f, diff_primals, (tangent_values, *tangents), has_aux=True)
         write_state_values(sig.write_states, new_values)
         return (y, y_dot, aux) if has_aux else (y, y_dot)
 
     return diff.stateful.call(run, tuple(primals), {})
+
+
+def _split_state_tangents(grad_states, state_tangents):
+    """``(states, tangents)``: one tangent per state of ``grad_states``, in its structure."""
+    states, tree = jax.tree.flatten(grad_states, is_leaf=_is_state)
+    if (isinstance(grad_states, State) and isinstance(state_tangents, (tuple, list))
+            and len(state_tangents) == 1):
+        value = peek_state_values([grad_states])[0]
+        value = value.tree if type(value) is StaticLeaves else value
+        if jax.tree.structure(state_tangents) != jax.tree.structure(value):
+            state_tangents = state_tangents[0]  # (tangent,) for one state, as for a sequence
+    if (isinstance(grad_states, (tuple, list)) and isinstance(state_tangents, (tuple, list))
+            and len(grad_states) == len(state_tangents)):
+        state_tangents = type(grad_states)(state_tangents)  # a list and a tuple are alike here
+    try:
+        tangents = tree.flatten_up_to(state_tangents)
+    except (ValueError, TypeError):
+        raise ValueError(
+            f"jvp: state_tangents must have the structure of grad_states, {tree} (one tangent "
+            f"per State, a * above), but got {jax.tree.structure(state_tangents)}.") from None
+    if any(isinstance(t, State) for t in tangents):
+        raise TypeError("jvp: state_tangents must hold tangent values, not States.")
+    return states, tangents
+
+
+def _state_tangent(state: State, value, tangent):
+    """``tangent`` checked against ``state``'s value (``value``), in the form JAX is given it."""
+    tree = value.tree if type(value) is StaticLeaves else value
+    leaves, treedef = jax.tree.flatten(tree)
+    t_leaves, t_def = jax.tree.flatten(tangent)
+    problem = None
+    if t_def != treedef:
+        problem = "another tree structure"
+    else:
+        for a, t in zip(leaves, t_leaves):
+            if not is_array_leaf(a):
+                continue
+            a_type, t_type = jax.typeof(a), jax.typeof(t)
+            if a_type.shape != t_type.shape:
+                problem = "another shape"
+            elif not jax.numpy.issubdtype(a_type.dtype, jax.numpy.inexact):
+                problem = "an integer or boolean leaf, which cannot be perturbed"
+            elif a_type.dtype != t_type.dtype:
+                problem = "another dtype"
+    if problem is not None:
+        raise ValueError(
+            f"jvp: the tangent given for {state!r} is {describe_type(tangent)}, but the state "
+            f"holds {describe_type(tree)} ({problem}). A state's tangent has the structure, "
+            "shapes and dtypes of its value. No state was changed.")
+    if type(value) is StaticLeaves:  # keep the value's non-array leaves in the tangent
+        tangent = StaticLeaves(jax.tree.unflatten(
+            treedef, [t if is_array_leaf(a) else a for a, t in zip(leaves, t_leaves)]))
+    return tangent
