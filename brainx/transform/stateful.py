@@ -110,6 +110,8 @@ class JaxprTrace:
         if flat is None:
             return None
         outs = eval_jaxpr(self.jaxpr, self.consts, *flat)
+        outs = [o if isinstance(o, (jax.Array, Tracer)) else _as_array(o, v.aval)
+                for o, v in zip(outs, self.jaxpr.outvars)]
         k = self.out_tree.num_leaves
         out = jax.tree.unflatten(self.out_tree, outs[:k])
         new_values = []
@@ -154,6 +156,22 @@ class StateSignature:
     @property
     def write_indices(self) -> Tuple[int, ...]:
         return tuple(i for i, w in enumerate(self.written) if w)
+
+
+def _as_jax_leaf(x: Any) -> Any:
+    """A value JAX handed back as a NumPy value or a typed literal, as a JAX array."""
+    if isinstance(x, (jax.Array, Tracer)) or not is_array_leaf(x) or type(x) in (
+            int, float, bool, complex):
+        return x
+    return _as_array(x, jax.typeof(x))
+
+
+def _as_array(x: Any, aval: Any) -> jax.Array:
+    """A jaxpr output that is a literal (a NumPy value) as a JAX array of its type."""
+    x = np.asarray(x)
+    if aval.weak_type and x.ndim == 0:
+        return jax.numpy.asarray(x.item())  # a Python scalar gives a weakly typed array
+    return jax.numpy.asarray(x, dtype=aval.dtype)
 
 
 def _same_type(x: Any, aval: Any) -> bool:
@@ -209,7 +227,8 @@ def write_state_values(states: Sequence[State], values: Sequence[Any]) -> None:
     Outside every brainx transform a tracer among the values means a raw JAX
     transform is tracing us: that is refused before any state changes.
     """
-    values = [v.tree if type(v) is StaticLeaves else v for v in values]
+    values = [v.tree if type(v) is StaticLeaves else v if isinstance(v, (jax.Array, Tracer))
+              else jax.tree.map(_as_jax_leaf, v) for v in values]
     frames = _THREAD.frames
     if frames:
         top = frames[-1]
