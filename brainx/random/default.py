@@ -16,12 +16,12 @@ __all__ = [
     "SAMPLERS",
 ]
 
-DEFAULT = None  # set below; RandomState() looks here for its key
-from brainx.random.per_thread import PerThreadRandomState  # noqa: E402  (needs DEFAULT defined)
-from brainx.random.state import RandomState, os_seed  # noqa: E402
+from brainx.random.per_thread import PerThreadRandomState
+from brainx.random.state import DEFAULT_SOURCE, RandomState, os_seed
 
 #: The default generator: one key per thread (see :mod:`brainx.random.per_thread`).
 DEFAULT = PerThreadRandomState(os_seed(), name="DEFAULT")
+DEFAULT_SOURCE[0] = DEFAULT
 
 
 def seed(seed_or_key: Any = None) -> None:

@@ -16,7 +16,11 @@ from brainx.random.samplers import Samplers
 from brainx.state.state import State
 from brainx.state.trace import inside_transform
 
-__all__ = ["RandomState", "as_key", "os_seed"]
+__all__ = ["RandomState", "as_key", "os_seed", "DEFAULT_SOURCE"]
+
+#: The generator a RandomState created without a seed splits its key from
+#: (``brainx.random.default`` puts DEFAULT here).
+DEFAULT_SOURCE: list = [None]
 
 
 def os_seed() -> int:
@@ -86,8 +90,8 @@ class RandomState(State, Samplers):
 
     def __init__(self, seed_or_key: Any = None, name: Optional[str] = None):
         if seed_or_key is None:
-            from brainx.random.default import DEFAULT
-            key = DEFAULT.split_key() if DEFAULT is not None else jr.PRNGKey(os_seed())
+            default = DEFAULT_SOURCE[0]
+            key = default.split_key() if default is not None else jr.PRNGKey(os_seed())
         else:
             key = as_key(seed_or_key)
         super().__init__(key, name=name)

@@ -191,6 +191,15 @@ class State:
             setattr(new, k, v)
         return new
 
+    def _assign_checked(self, value: Any) -> None:
+        """Assign outside every trace scope, refusing a tracer (the scopes call this)."""
+        check_no_tracer(self, value)
+        self._value = value
+
+    def _expire_if_traced(self, where: Optional[str]) -> None:
+        """Called when the transform this state was created in ends."""
+        expire_if_traced(self, where)
+
     def _checked_value(self) -> Any:
         """The value outside every trace scope; an expired state raises."""
         value = self._value

@@ -28,6 +28,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from brainx.errors import BrainxError
+
 __all__ = ["StateTraceStack", "TransformScope", "catch_new_states", "StateCatcher",
            "active_traces", "inside_transform"]
 
@@ -147,9 +149,7 @@ class StateTraceStack:
         if parent is not None:
             parent.write_value(state, value)
         else:
-            from brainx.state.state import check_no_tracer  # local: state imports this module
-            check_no_tracer(state, value)
-            state._value = value
+            state._assign_checked(value)
 
     def _put_back(self, state, value) -> None:
         """Set the visible value without recording a write (for ``restore``)."""
@@ -270,7 +270,6 @@ class StateTraceStack:
         for scope in reversed(closing):
             scope._close()
         if not in_order and exc_type is None:
-            from brainx.errors import BrainxError
             raise BrainxError(
                 f"{self!r} was closed while an inner StateTraceStack was still open; scopes must "
                 "nest (a `with` block cannot end inside a generator that is still suspended). "
@@ -344,9 +343,8 @@ class TransformScope(StateTraceStack):
 
 
 def _expire_traced_states(created, where: Optional[str]) -> None:
-    from brainx.state.state import expire_if_traced  # local: state imports this module
     for state in created:
-        expire_if_traced(state, where)
+        state._expire_if_traced(where)
 
 
 class StateCatcher:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import functools
-import weakref
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
 
 from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
-from brainx.transform.bound import bind_to_instance
-from brainx.transform.jaxpr_builder import CONCRETE_ARRAY, jit_disabled
+from brainx.transform.core.bound import bind_to_instance
+from brainx.transform.core.jaxpr_builder import CONCRETE_ARRAY, jit_disabled
 from brainx.transform.jit_entry import InstanceSharing, JitEntry
-from brainx.transform.stateful import (
+from brainx.transform.core.stateful import (
     RetraceNeeded, StatefulFunction, normalize_argnums, run_with_rediscovery, write_state_values,
 )
 

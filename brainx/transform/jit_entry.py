@@ -22,9 +22,9 @@ import jax
 from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
 from brainx.transform.graphdef import graph_definition
-from brainx.transform.jaxpr_builder import abstractify
-from brainx.transform.stateful import (
-    RetraceNeeded, StatefulFunction, StateSignature, as_input, has_static_leaves,
+from brainx.transform.core.jaxpr_builder import abstractify
+from brainx.transform.core.stateful import (
+    RetraceNeeded, StateSignature, as_input, has_static_leaves,
     read_state_values,
 )
 
@@ -40,7 +40,7 @@ class JitEntry:
     returns new values for all of ``write_states``; it evaluates the trace
     made for the argument types ``jax.jit`` traces it with (a trace that does
     not write a state gives its value back unchanged). A type with no trace
-    yet raises :class:`~brainx.transform.stateful.RetraceNeeded`: the owner
+    yet raises :class:`~brainx.transform.core.stateful.RetraceNeeded`: the owner
     traces the user's function for it and adds the trace here, or, if the
     trace touches states this entry does not have, builds a new entry.
 

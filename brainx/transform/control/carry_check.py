@@ -19,7 +19,7 @@ from jax._src.lax.lax import _convert_element_type
 
 from brainx.errors import StateTypeError
 from brainx.state.state import State
-from brainx.transform.stateful import StaticLeaves
+from brainx.transform.core.stateful import StaticLeaves
 
 __all__ = ["check_state_types", "describe_type", "same_type", "keep_weak_types", "joined_type",
            "cast_leaf", "promote_weak", "has_weak_leaf"]
@@ -127,7 +127,7 @@ def check_state_types(states: Sequence[State], old_values: Sequence[Any],
     Examples
     --------
     >>> import jax.numpy as jnp, brainx
-    >>> from brainx.transform.carry_check import check_state_types
+    >>> from brainx.transform.control.carry_check import check_state_types
     >>> v = brainx.State(jnp.zeros(3), name="v")
     >>> check_state_types([v], [jnp.zeros(3)], [jnp.ones(3)], "scan")
     >>> check_state_types([v], [jnp.zeros(3)], [jnp.ones(4)], "scan")
@@ -190,7 +190,7 @@ def joined_type(values: Sequence[Any]) -> Tuple[np.dtype, bool]:
     Examples
     --------
     >>> import jax.numpy as jnp
-    >>> from brainx.transform.carry_check import joined_type
+    >>> from brainx.transform.control.carry_check import joined_type
     >>> joined_type([jnp.asarray(0), 0.5])
     (dtype('float32'), True)
     >>> joined_type([jnp.asarray(0), jnp.int16(1)])
@@ -228,7 +228,7 @@ def promote_weak(old: Any, new: Any) -> Tuple[Any, bool]:
     Examples
     --------
     >>> import jax, jax.numpy as jnp
-    >>> from brainx.transform.carry_check import promote_weak
+    >>> from brainx.transform.control.carry_check import promote_weak
     >>> value, changed = promote_weak(0, jax.ShapeDtypeStruct((), jnp.float32, weak_type=True))
     >>> changed, value.dtype, value.weak_type
     (True, dtype('float32'), True)

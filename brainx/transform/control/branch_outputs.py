@@ -27,7 +27,7 @@ import jax.extend.core as jcore
 import numpy as np
 from jax.core import Tracer
 
-from brainx.transform.carry_check import cast_leaf, describe_type, joined_type
+from brainx.transform.control.carry_check import cast_leaf, describe_type, joined_type
 
 __all__ = ["BranchOutputs"]
 
@@ -51,7 +51,7 @@ class BranchOutputs:
     Examples
     --------
     >>> import jax.numpy as jnp
-    >>> from brainx.transform.branch_outputs import BranchOutputs
+    >>> from brainx.transform.control.branch_outputs import BranchOutputs
     >>> pures = [lambda x: (x + 1, [0.5]), lambda x: (x - 1, [jnp.asarray(0)])]
     >>> outs = BranchOutputs(pures, ["false branch", "true branch"], "cond", (1.0,))
     >>> out, new = outs.run(jnp.array(True))

@@ -5,7 +5,7 @@ A :class:`StatefulFunction` wraps a user function that reads and writes
 a jaxpr (:meth:`StatefulFunction.discover`): the states' values are not
 arguments, so the trace starts with the function's arguments as inputs and
 adds a state's value as a new input the first time the function reads it (see
-:mod:`brainx.transform.jaxpr_builder`). Writes go to the trace's overlay (see
+:mod:`brainx.transform.core.jaxpr_builder`). Writes go to the trace's overlay (see
 :class:`~brainx.state.trace.TransformScope`); at the end, the new values of
 the written states become outputs. The result is a :class:`StateSignature`:
 the states in first-touch order, which were written, and the jaxpr.
@@ -27,33 +27,36 @@ the owner traces the function again (:func:`run_with_rediscovery`).
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import jax
-import numpy as np
 from jax.core import Tracer
 
 from brainx.errors import TracerLeakError
-from brainx.lanes import jax_is_tracing
-from brainx.state.state import State, check_no_tracer
-from brainx.state.trace import _THREAD, TransformScope
-from brainx.transform.arguments import (
+from brainx.state.state import State
+from brainx.state.trace import TransformScope
+from brainx.transform.core.arguments import (
     check_hashable, check_static_argnames, fixed_positional_count, function_name, infer_static,
     normalize_argnums,
 )
-from brainx.transform.stateful_api import StatefulFunctionAPI
-from brainx.transform.state_values import (
-    StaticLeaves, WrittenSpec, as_input, has_static_leaves, is_array_leaf,
+from brainx.transform.core.stateful_api import StatefulFunctionAPI
+from brainx.transform.core.state_io import (
+    peek_state_values, read_state_values, write_state_values,
 )
-from brainx.transform.jaxpr_builder import (
+from brainx.transform.core.state_values import (
+    StaticLeaves, WrittenSpec, _as_array, _is_array_like, as_input, has_static_leaves,
+    is_array_leaf,
+)
+from brainx.transform.core.jaxpr_builder import (
     abstractify, current_trace, eval_jaxpr, new_input, trace_to_jaxpr,
 )
 
 __all__ = [
-    "StatefulFunction", "StateSignature", "RetraceNeeded",
-    "read_state_values", "write_state_values", "run_with_rediscovery",
+    "StatefulFunction", "StateSignature", "JaxprTrace", "RetraceNeeded", "run_with_rediscovery",
+    # the core's face: value I/O and value types, defined in state_io / state_values
+    "read_state_values", "write_state_values", "peek_state_values", "StaticLeaves",
+    "as_input", "has_static_leaves", "is_array_leaf",
 ]
 
 
@@ -158,22 +161,6 @@ class StateSignature:
         return tuple(i for i, w in enumerate(self.written) if w)
 
 
-def _as_jax_leaf(x: Any) -> Any:
-    """A value JAX handed back as a NumPy value or a typed literal, as a JAX array."""
-    if isinstance(x, (jax.Array, Tracer)) or not is_array_leaf(x) or type(x) in (
-            int, float, bool, complex):
-        return x
-    return _as_array(x, jax.typeof(x))
-
-
-def _as_array(x: Any, aval: Any) -> jax.Array:
-    """A jaxpr output that is a literal (a NumPy value) as a JAX array of its type."""
-    x = np.asarray(x)
-    if aval.weak_type and x.ndim == 0:
-        return jax.numpy.asarray(x.item())  # a Python scalar gives a weakly typed array
-    return jax.numpy.asarray(x, dtype=aval.dtype)
-
-
 def _same_type(x: Any, aval: Any) -> bool:
     try:
         other = abstractify(x)
@@ -201,57 +188,6 @@ def run_with_rediscovery(run: Callable[[Any], Any], sig: Any, rediscover: Callab
             raise
         raise RuntimeError(  # pragma: no cover - a fresh trace always fits its own arguments
             f"{e.owner.name}: the jaxpr traced for these arguments does not fit them.") from None
-
-
-def read_state_values(states: Sequence[State]) -> list:
-    """The values of ``states`` visible here, reported as reads to the enclosing scope.
-
-    A value with leaves JAX cannot trace comes wrapped in :class:`StaticLeaves`.
-    """
-    frames = _THREAD.frames
-    if frames:
-        top = frames[-1]
-        values = [top.read_value(s) for s in states]
-    else:
-        values = [s._checked_value() for s in states]
-    return [v if _plain(v) else as_input(v) for v in values]
-
-
-def _plain(value: Any) -> bool:
-    return isinstance(value, (jax.Array, Tracer))
-
-
-def write_state_values(states: Sequence[State], values: Sequence[Any]) -> None:
-    """Write ``values`` into ``states`` all at once, or not at all.
-
-    Outside every brainx transform a tracer among the values means a raw JAX
-    transform is tracing us: that is refused before any state changes.
-    """
-    values = [v.tree if type(v) is StaticLeaves else v if isinstance(v, (jax.Array, Tracer))
-              else jax.tree.map(_as_jax_leaf, v) for v in values]
-    frames = _THREAD.frames
-    if frames:
-        top = frames[-1]
-        for s, v in zip(states, values):
-            top.write_value(s, v)
-        return
-    if jax_is_tracing() and _holds_tracer(values):
-        for s, v in zip(states, values):
-            check_no_tracer(s, v)
-        raise TracerLeakError("a JAX tracer would be stored in a state")  # pragma: no cover
-    for s, v in zip(states, values):
-        s._value = v
-
-
-def _holds_tracer(values: Sequence[Any]) -> bool:
-    return any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(values))
-
-
-def _is_array_like(x: Any) -> bool:
-    # ShapeDtypeStruct: an abstract argument (a loop discovers its step with the type of one
-    # slice of xs, which may have no slice at all).
-    return isinstance(x, (jax.Array, np.ndarray, np.generic, int, float, complex, bool,
-                          jax.ShapeDtypeStruct, Tracer)) or hasattr(x, "__jax_array__")
 
 
 _name = function_name  # the loops' import name
@@ -495,11 +431,3 @@ def _mutated_in_place(value: Any, lifted: Tuple[Any, list]) -> bool:
     treedef, leaves = lifted
     now, now_def = jax.tree.flatten(value)
     return now_def != treedef or any(a is not b for a, b in zip(now, leaves))
-
-
-def peek_state_values(states: Sequence[State]) -> list:
-    """The values of ``states`` visible here, without recording reads (for inspection)."""
-    frames = _THREAD.frames
-    if not frames:
-        return [as_input(s._checked_value()) for s in states]
-    return [as_input(frames[-1].read_value(s)) for s in states]

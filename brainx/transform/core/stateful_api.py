@@ -21,7 +21,9 @@ import jax
 
 from brainx.state.state import State
 from brainx.state.trace import StateTraceStack
-from brainx.transform.jaxpr_builder import abstractify
+from brainx.transform.core.jaxpr_builder import abstractify
+from brainx.transform.core.state_io import read_state_values, write_state_values
+from brainx.transform.core.state_values import _is_array_like
 
 __all__ = ["StatefulFunctionAPI"]
 
@@ -53,7 +55,6 @@ class StatefulFunctionAPI:
 
     @staticmethod
     def _traceable(x: Any) -> bool:
-        from brainx.transform.stateful import _is_array_like
         return _is_array_like(x)
 
     def make_jaxpr(self, *args, **kwargs):
@@ -172,7 +173,6 @@ class StatefulFunctionAPI:
 
     def jaxpr_call_auto(self, *args, **kwargs):
         """Evaluate the trace on the states' current values and write the written ones back."""
-        from brainx.transform.stateful import read_state_values, write_state_values
         sig = self._cached(args, kwargs, True)
         new_values, out = self.jaxpr_call(read_state_values(sig.states), *args, **kwargs)
         write_state_values(sig.write_states, [v for v, w in zip(new_values, sig.written) if w])

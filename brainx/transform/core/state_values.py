@@ -94,3 +94,18 @@ class WrittenSpec:
         tree = jax.tree.unflatten(self.treedef, [next(arrays) if m else next(statics)
                                                  for m in self.mask])
         return StaticLeaves(tree) if self.wrap else tree
+
+
+def _is_array_like(x: Any) -> bool:
+    # ShapeDtypeStruct: an abstract argument (a loop discovers its step with the type of one
+    # slice of xs, which may have no slice at all).
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, int, float, complex, bool,
+                          jax.ShapeDtypeStruct, Tracer)) or hasattr(x, "__jax_array__")
+
+
+def _as_array(x: Any, aval: Any) -> jax.Array:
+    """A jaxpr output that is a literal (a NumPy value) as a JAX array of its type."""
+    x = np.asarray(x)
+    if aval.weak_type and x.ndim == 0:
+        return jax.numpy.asarray(x.item())  # a Python scalar gives a weakly typed array
+    return jax.numpy.asarray(x, dtype=aval.dtype)

@@ -79,7 +79,7 @@ def compile_once(funs: Sequence[Callable], config: Hashable,
     Examples
     --------
     >>> import jax.numpy as jnp
-    >>> from brainx.transform.loop_cache import compile_once
+    >>> from brainx.transform.control.loop_cache import compile_once
     >>> def double(x):
     ...     return 2 * x
     >>> build = lambda funs: (lambda x: funs[0](x))
@@ -127,7 +127,7 @@ def run_compiled_once(funs: Sequence[Callable], config: Hashable,
     Examples
     --------
     >>> import jax.numpy as jnp
-    >>> from brainx.transform.loop_cache import run_compiled_once
+    >>> from brainx.transform.control.loop_cache import run_compiled_once
     >>> def double(x):
     ...     return 2 * x
     >>> build = lambda funs: (lambda x: funs[0](x))

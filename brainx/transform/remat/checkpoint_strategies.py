@@ -68,7 +68,7 @@ class PerStepRemat(CheckpointStrategy):
     prevent_cse: bool = False
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
-        from brainx.transform.remat_loops import remat_scan
+        from brainx.transform.remat.remat_loops import remat_scan
         return remat_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
                           policy=self.policy, prevent_cse=self.prevent_cse, monitor=monitor)
 
@@ -125,7 +125,7 @@ class NestedRemat(_Segmented):
     """
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
-        from brainx.transform.remat_loops import nested_remat_scan
+        from brainx.transform.remat.remat_loops import nested_remat_scan
         return nested_remat_scan(body, consts, init, xs, self.plan(length), reverse=reverse,
                                  unroll=unroll, policy=self.policy, monitor=monitor)
 
@@ -161,7 +161,7 @@ class Nested(_Segmented):
     custom_vjp = True
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
-        from brainx.transform.reverse_loops import vjp_scan
+        from brainx.transform.remat.reverse_loops import vjp_scan
         return vjp_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
                         schedule=self, monitor=monitor)
 
@@ -190,7 +190,7 @@ class Binomial(CheckpointStrategy):
             raise ValueError(f"Binomial: snapshots must be an int >= 1, got {self.snapshots!r}.")
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
-        from brainx.transform.reverse_loops import vjp_scan
+        from brainx.transform.remat.reverse_loops import vjp_scan
         return vjp_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
                         schedule=self, monitor=monitor)
 

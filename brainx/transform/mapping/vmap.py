@@ -24,8 +24,8 @@ from brainx.errors import BatchAxisError
 from brainx.lanes import current_trace, is_batched_along, owned_traces
 from brainx.random.state import RandomState
 from brainx.state.state import State
-from brainx.transform.loops import for_loop, infer_length
-from brainx.transform.stateful import (
+from brainx.transform.control.loops import for_loop, infer_length
+from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, StaticLeaves, peek_state_values, read_state_values, write_state_values,
 )
 

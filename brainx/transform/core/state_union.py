@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from brainx.state.state import State
-from brainx.transform.carry_check import check_state_types
-from brainx.transform.stateful import StatefulFunction, StateSignature
+from brainx.transform.control.carry_check import check_state_types
+from brainx.transform.core.stateful import StatefulFunction, StateSignature
 
 __all__ = ["StateUnion", "UnionSignature"]
 
@@ -109,7 +109,7 @@ class StateUnion:
     Examples
     --------
     >>> import jax.numpy as jnp, brainx
-    >>> from brainx.transform.state_union import StateUnion
+    >>> from brainx.transform.core.state_union import StateUnion
     >>> a, b = brainx.State(jnp.zeros(())), brainx.State(jnp.ones(()))
     >>> def f(x):
     ...     a.value = x

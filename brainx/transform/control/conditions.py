@@ -13,11 +13,11 @@ branch outputs, and leaves every state as it was. A state that starts weakly
 typed (``State(0)``) may become a float in one branch, as in a loop: every
 branch then returns it promoted. Branch outputs are made to agree (and
 outputs all branches compute alike are computed once) by
-:class:`~brainx.transform.branch_outputs.BranchOutputs`.
+:class:`~brainx.transform.control.branch_outputs.BranchOutputs`.
 
 Called outside every brainx transform, ``cond`` and ``switch`` compile once
 per set of branch functions (as ``jax.lax.cond`` caches its trace per
-function); see :mod:`brainx.transform.loop_cache`.
+function); see :mod:`brainx.transform.control.loop_cache`.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from brainx.transform.branch_outputs import BranchOutputs
-from brainx.transform.carry_check import keep_weak_types
-from brainx.transform.loop_cache import run_compiled_once
-from brainx.transform.state_union import StateUnion, UnionSignature
-from brainx.transform.stateful import read_state_values, write_state_values
+from brainx.transform.control.branch_outputs import BranchOutputs
+from brainx.transform.control.carry_check import keep_weak_types
+from brainx.transform.control.loop_cache import run_compiled_once
+from brainx.transform.core.state_union import StateUnion, UnionSignature
+from brainx.transform.core.stateful import read_state_values, write_state_values
 
 __all__ = ["cond", "switch", "ifelse"]
 

@@ -3,8 +3,8 @@
 JAX differentiates a ``lax.scan`` by stacking residuals, and a nest of
 checkpointed scans gives every level its own accumulator for the gradient of
 a loop constant. Here the reverse pass is ours: a *schedule*
-(:class:`~brainx.transform.checkpoint_strategies.Nested` or
-:class:`~brainx.transform.checkpoint_strategies.Binomial`) decides which
+(:class:`~brainx.transform.remat.checkpoint_strategies.Nested` or
+:class:`~brainx.transform.remat.checkpoint_strategies.Binomial`) decides which
 carries to keep and when to recompute, and every step is reversed by the VJP
 of that one step, accumulating into a single set of buffers:
 
@@ -29,9 +29,9 @@ from jax.extend import core as jex_core
 from jax.core import Tracer
 from jax.custom_derivatives import SymbolicZero, custom_vjp_primal_tree_values
 
-from brainx.transform.checkpoint_strategies import Nested, SegmentPlan
-from brainx.transform.remat_loops import take
-from brainx.transform.treeverse import treeverse
+from brainx.transform.remat.checkpoint_strategies import Nested, SegmentPlan
+from brainx.transform.remat.remat_loops import take
+from brainx.transform.remat.treeverse import treeverse
 
 __all__ = ["vjp_scan", "vjp_while_loop"]
 

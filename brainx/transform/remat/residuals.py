@@ -10,7 +10,7 @@ import jax
 from jax.ad_checkpoint import print_saved_residuals as _jax_print_saved_residuals
 
 from brainx.state.state import State
-from brainx.transform.stateful import StatefulFunction, peek_state_values
+from brainx.transform.core.stateful import StatefulFunction, peek_state_values
 
 __all__ = ["print_saved_residuals", "saved_residuals"]
 

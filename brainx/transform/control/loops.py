@@ -15,7 +15,7 @@ naming the state, before JAX compares the carry, and leaves every state as
 it was.
 
 Called outside every brainx transform, a loop is compiled once per
-``(function, static options)`` (see :mod:`brainx.transform.loop_cache`):
+``(function, static options)`` (see :mod:`brainx.transform.control.loop_cache`):
 calling it again with the same shapes does not retrace or recompile.
 """
 
@@ -28,14 +28,14 @@ import jax
 import jax.numpy as jnp
 
 from brainx.state.trace import StateTraceStack
-from brainx.transform.carry_check import (
+from brainx.transform.control.carry_check import (
     cast_like, describe_type, has_weak_leaf, keep_weak_types, promote_weak, same_type,
 )
-from brainx.transform.checkpoint_strategies import SegmentPlan
-from brainx.transform.loop_cache import run_compiled_once
-from brainx.transform.progress_bar import ProgressBar, as_progress_bar
-from brainx.transform.state_union import StateUnion, UnionSignature
-from brainx.transform.stateful import (
+from brainx.transform.remat.checkpoint_strategies import SegmentPlan
+from brainx.transform.control.loop_cache import run_compiled_once
+from brainx.transform.control.progress_bar import ProgressBar, as_progress_bar
+from brainx.transform.core.state_union import StateUnion, UnionSignature
+from brainx.transform.core.stateful import (
     StaticLeaves, _name, read_state_values, write_state_values,
 )
 

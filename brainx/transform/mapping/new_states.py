@@ -17,7 +17,7 @@ from brainx.errors import BatchAxisError
 from brainx.lanes import is_batched_along
 from brainx.state.state import State
 from brainx.state.trace import _THREAD, catch_new_states
-from brainx.transform.mapping import VmappedFunction
+from brainx.transform.mapping.vmap import VmappedFunction
 
 __all__ = ["vmap_new_states"]
 

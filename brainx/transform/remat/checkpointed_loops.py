@@ -5,7 +5,7 @@ They compute exactly what :func:`~brainx.transform.scan`, :func:`for_loop` and
 the carry, read-only states as loop constants, type checks naming the state,
 compiled once outside ``jit``), but differentiate with much less memory: the
 reverse pass keeps a few carries and recomputes the rest, following a
-:mod:`strategy <brainx.transform.checkpoint_strategies>`. Outputs are stacked
+:mod:`strategy <brainx.transform.remat.checkpoint_strategies>`. Outputs are stacked
 as ``lax.scan`` stacks them (never carried through the loop), so time stays
 linear in the number of steps.
 """
@@ -16,18 +16,18 @@ from typing import Any, Callable, Optional, Tuple
 
 import jax
 
-from brainx.transform.carry_check import keep_weak_types
-from brainx.transform.checkpoint_strategies import (
+from brainx.transform.control.carry_check import keep_weak_types
+from brainx.transform.remat.checkpoint_strategies import (
     Binomial, CheckpointStrategy, as_strategy,
 )
-from brainx.transform.loop_cache import run_compiled_once
-from brainx.transform.loops import (
+from brainx.transform.control.loop_cache import run_compiled_once
+from brainx.transform.control.loops import (
     _check_callable, _non_negative_int, _pair, _python_while, _run_scan, _Scan, _While,
 )
-from brainx.transform.progress_bar import ProgressBar
-from brainx.transform.reverse_loops import vjp_while_loop
-from brainx.transform.state_union import UnionSignature
-from brainx.transform.stateful import read_state_values, write_state_values
+from brainx.transform.control.progress_bar import ProgressBar
+from brainx.transform.remat.reverse_loops import vjp_while_loop
+from brainx.transform.core.state_union import UnionSignature
+from brainx.transform.core.stateful import read_state_values, write_state_values
 
 __all__ = ["checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop"]
 

@@ -7,9 +7,9 @@ from typing import Callable, Optional, Sequence
 import jax
 
 from brainx.state.state import State
-from brainx.transform.autodiff import StateDifferentiation, _is_state
-from brainx.transform.carry_check import describe_type
-from brainx.transform.stateful import (
+from brainx.transform.autodiff.gradients import StateDifferentiation, _is_state
+from brainx.transform.control.carry_check import describe_type
+from brainx.transform.core.stateful import (
     StaticLeaves, is_array_leaf, peek_state_values, write_state_values,
 )
 

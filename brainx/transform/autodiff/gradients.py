@@ -26,7 +26,7 @@ import jax.numpy as jnp
 
 from brainx.lanes import current_trace, owned_traces
 from brainx.state.state import State
-from brainx.transform.stateful import (
+from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, StaticLeaves, read_state_values, write_state_values,
 )
 

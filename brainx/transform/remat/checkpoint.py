@@ -7,8 +7,8 @@ from typing import Any, Callable, Optional, Sequence
 
 import jax
 
-from brainx.transform.bound import bind_to_instance
-from brainx.transform.stateful import StatefulFunction, read_state_values, write_state_values
+from brainx.transform.core.bound import bind_to_instance
+from brainx.transform.core.stateful import StatefulFunction, read_state_values, write_state_values
 
 __all__ = ["checkpoint", "remat", "CheckpointedFunction"]
 
@@ -50,7 +50,7 @@ class CheckpointedFunction:
             static_argnums=self._static_argnums, static_argnames=self._static_argnames))
 
     def __repr__(self) -> str:
-        return f"<brainx.transform.checkpoint of {self.stateful.name}>"
+        return f"<brainx.transform.remat.checkpoint of {self.stateful.name}>"
 
 
 def checkpoint(fun: Optional[Callable] = None, *, prevent_cse: bool = True,

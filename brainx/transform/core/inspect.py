@@ -6,7 +6,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 
-from brainx.transform.stateful import StatefulFunction, peek_state_values
+from brainx.transform.core.stateful import StatefulFunction, peek_state_values
 
 __all__ = ["make_jaxpr", "eval_shape"]
 
