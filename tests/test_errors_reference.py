@@ -77,8 +77,8 @@ def test_state_type_error_state_inside_a_state():
     with pytest.raises(brainx.StateTypeError, match=r"inside State\(name='b'.*`target.value = "
                                                     r"source.value`"):
         b.value = a
-    with pytest.raises(brainx.StateTypeError, match=r"inside a new State"):
-        brainx.State(a)
+    with pytest.raises(brainx.StateTypeError, match=r"cannot hold another State"):
+        brainx.State((a, 1.0))                      # a State nested in a new state's value
     assert unchanged(before, a, b)
 
 
