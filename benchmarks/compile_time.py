@@ -6,7 +6,9 @@ function, fresh states, a fresh transform object), clears JAX's caches
 (``jax.clear_caches()``) and brainx's loop cache, then times one call up to
 ``jax.block_until_ready``. The sides of a case are timed in alternation,
 round after round (the order flips every round), so machine load hits all of
-them alike; the table shows medians and the ratio brainx / raw.
+them alike. The table shows median times, the ratio of the medians
+(brainx / raw) and, as ``paired``, the median of the per-round ratios (each
+pair timed back to back, so it is the steadier of the two on a busy machine).
 
 It also counts how many times the user's Python step function runs during
 that first call (a Python counter in the step): JAX traces a step once; a
@@ -187,29 +189,35 @@ def _first_call(build):
 
 
 def measure(sides, rounds):
-    """Median first-call seconds and step counts of each side, timed in alternation.
+    """First-call seconds of each side, timed in alternation, and its step counts.
 
+    Returns ``{side: [seconds per round]}`` and ``{side: "counts seen"}``.
     Round 0 is a warm-up (one-time costs of JAX's and brainx's Python code
-    paths) and is not timed.
+    paths), not timed; a case whose warm-up took under 0.5 s on every side
+    gets three times ``rounds``, since short times are the noisiest.
     """
     times = {name: [] for name in sides}
     calls = {name: set() for name in sides}
-    outs = {}
+    outs, warm = {}, {}
     order = list(sides)
-    for r in range(rounds + 1):
+    r, total = 0, rounds
+    while r <= total:
         for name in (order if r % 2 == 0 else order[::-1]):
             t, out, n = _first_call(sides[name])
             if r:
                 times[name].append(t)
+            else:
+                outs[name], warm[name] = out, t
             calls[name].add(n)
-            outs.setdefault(name, out)
+        if r == 0 and max(warm.values()) < 0.5:
+            total = 3 * rounds
+        r += 1
     ref = jax.tree.leaves(outs["raw"])
     for name, out in outs.items():  # every side computes the same thing
         for a, b in zip(ref, jax.tree.leaves(out), strict=True):
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=2e-4, atol=1e-6,
                                        err_msg=f"{name} differs from raw")
-    return ({k: statistics.median(v) for k, v in times.items()},
-            {k: "/".join(map(str, sorted(v))) for k, v in calls.items()})
+    return times, {k: "/".join(map(str, sorted(v))) for k, v in calls.items()}
 
 
 def cases(x, xs, W):
@@ -235,30 +243,33 @@ def _commit(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7, help="timed first calls per side and case")
+    parser.add_argument("--rounds", type=int, default=7,
+                        help="timed first calls per side and case (x3 for quick cases)")
     args = parser.parse_args()
     where = os.path.dirname(brainx.__file__)
     print(f"brainx {where} (commit {_commit(where)}), jax {jax.__version__}, "
-          f"backend {jax.default_backend()}, {args.rounds} rounds, medians; "
+          f"backend {jax.default_backend()}; medians; "
           f"brainstate {'present' if _bs is not None else 'not installed'}")
     key = jax.random.PRNGKey(0)
     x = jnp.ones(4)
     xs = jax.random.normal(key, (T, UNITS)) * 0.5
     W = jax.random.normal(jax.random.fold_in(key, 1), (UNITS, UNITS)) / UNITS ** 0.5
     other = ["brainstate"] if _bs is not None else []
-    head = ["case", "raw JAX (ms)", "brainx (ms)", "brainx / raw"]
-    head += [h for k in other for h in (f"{k} (ms)", f"{k} / raw")]
-    head += ["step calls raw", "step calls brainx"] + [f"step calls {k}" for k in other]
+    head = ["case", "raw JAX (ms)"]
+    for k in ["brainx"] + other:
+        head += [f"{k} (ms)", f"{k} / raw", "paired"]
+    head += ["rounds"] + [f"step calls {k}" for k in ["raw", "brainx"] + other]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for name, sides in cases(x, xs, W):
-        t, n = measure(sides, args.rounds)
-        row = [name, f"{t['raw'] * 1e3:.0f}", f"{t['brainx'] * 1e3:.0f}",
-               f"{t['brainx'] / t['raw']:.2f}x"]
-        row += [c for k in other for c in (f"{t[k] * 1e3:.0f}", f"{t[k] / t['raw']:.2f}x")]
-        row += [n["raw"], n["brainx"]] + [n[k] for k in other]
+        times, n = measure(sides, args.rounds)
+        t = {k: statistics.median(v) for k, v in times.items()}
+        row = [name, f"{t['raw'] * 1e3:.0f}"]
+        for k in ["brainx"] + other:
+            paired = statistics.median(a / b for a, b in zip(times[k], times["raw"]))
+            row += [f"{t[k] * 1e3:.0f}", f"{t[k] / t['raw']:.2f}x", f"{paired:.2f}x"]
+        row += [str(len(times["raw"]))] + [n[k] for k in ["raw", "brainx"] + other]
         print("| " + " | ".join(row) + " |", flush=True)
-
 
 if __name__ == "__main__":
     main()
