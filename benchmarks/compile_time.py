@@ -119,8 +119,10 @@ def raw_scan(xs, W):
         h, s = _lif(W, *carry, x)
         return (h, s), s
 
-    f = jax.jit(lambda W, xs: jax.lax.scan(body, (_h0(), _s0()), xs)[1])
-    return (lambda: f(W, xs)), c
+    # the carry in and out explicitly, as brainx passes and writes back the states
+    f = jax.jit(lambda W, carry, xs: jax.lax.scan(body, carry, xs))
+    carry = (_h0(), _s0())
+    return (lambda: f(W, carry, xs)[1]), c
 
 
 def _stateful_net(lib, W):
@@ -154,14 +156,16 @@ def raw_nested_grad(xs, W):
         h, s = _lif(W, *carry, x)
         return (h, s), s
 
-    def loss(W, xs):
+    def loss(W, carry, xs):
         seg = jax.checkpoint(lambda carry, xseg: jax.lax.scan(partial(body, W), carry, xseg),
                              prevent_cse=False)
-        ys = jax.lax.scan(seg, (_h0(), _s0()), xs.reshape(OUTER, INNER, UNITS))[1]
-        return jnp.mean((ys - 0.1) ** 2)
+        carry, ys = jax.lax.scan(seg, carry, xs.reshape(OUTER, INNER, UNITS))
+        return jnp.mean((ys - 0.1) ** 2), carry
 
-    f = jax.jit(jax.grad(loss))
-    return (lambda: f(W, xs)), c
+    # the final carry out too, as brainx writes back the states
+    f = jax.jit(jax.grad(loss, has_aux=True))
+    carry = (_h0(), _s0())
+    return (lambda: f(W, carry, xs)[0]), c
 
 
 def stateful_checkpointed_grad(lib, xs, W):
