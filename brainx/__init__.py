@@ -6,10 +6,14 @@ States (:class:`State` and its kinds) hold mutable values; the functions in
 
 from brainx import environ, errors, random, transform
 from brainx import io, nn, optim  # noqa: E402  (they import environ and the states)
-from brainx.errors import BatchAxisError, ExpiredStateError, StateTypeError, TracerLeakError
+from brainx.errors import (
+    BatchAxisError, BrainStateError, ExpiredStateError, StateTypeError, TraceContextError,
+    TracerLeakError,
+)
 from brainx.state import (
-    BatchState, HiddenState, LongTermState, ParamState, ShortTermState, State, StateCatcher,
-    StateTraceStack, catch_new_states,
+    BatchState, DelayState, HiddenGroupState, HiddenState, HiddenTreeState, LongTermState,
+    ParamState, ShortTermState, State, StateCatcher, StateTraceStack, catch_new_states,
+    check_state_value_tree, maybe_state,
 )
 
 __version__ = "0.1.0"
@@ -18,5 +22,6 @@ __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
     "StateTraceStack", "StateCatcher", "catch_new_states", "transform", "errors",
     "TracerLeakError", "ExpiredStateError", "StateTypeError", "random", "BatchAxisError",
-    "environ", "nn", "optim", "io",
+    "environ", "nn", "optim", "io", "DelayState", "HiddenGroupState", "HiddenTreeState",
+    "check_state_value_tree", "maybe_state", "TraceContextError", "BrainStateError",
 ]

@@ -1,6 +1,7 @@
 """The errors brainx raises when a state would be left inconsistent."""
 
-__all__ = ["BrainxError", "TracerLeakError", "ExpiredStateError", "StateTypeError", "BatchAxisError"]
+__all__ = ["BrainxError", "TracerLeakError", "ExpiredStateError", "StateTypeError", "BatchAxisError",
+           "TraceContextError", "BrainStateError"]
 
 
 class BrainxError(Exception):
@@ -32,3 +33,10 @@ class BatchAxisError(BrainxError, ValueError):
     random sampler called under a raw ``jax.vmap`` (every lane would draw the
     same numbers).
     """
+
+
+class TraceContextError(BrainxError, RuntimeError):
+    """A state was used in a way its trace context does not allow (brainstate's name)."""
+
+
+BrainStateError = BrainxError  # brainstate's name for the base class

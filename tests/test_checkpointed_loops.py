@@ -15,8 +15,8 @@ from brainx.transform import (
     Binomial, Nested, NestedRemat, PerStepRemat, ProgressBar, checkpointed_for_loop,
     checkpointed_scan, checkpointed_while_loop, grad, jit,
 )
-from brainx.transform.checkpoint_strategies import SegmentPlan, segment_sizes
-from brainx.transform.treeverse import binomial_split, treeverse
+from brainx.transform.remat.checkpoint_strategies import SegmentPlan, segment_sizes
+from brainx.transform.remat.treeverse import binomial_split, treeverse
 
 N = 3
 STRATEGIES = [PerStepRemat(), NestedRemat(), NestedRemat(levels=3), Nested(), Nested(levels=3),

@@ -13,7 +13,7 @@ import brainx
 from brainx.transform import (
     ProgressBar, bounded_while_loop, for_loop, grad, jit, scan, while_loop,
 )
-from brainx.transform.loop_cache import loop_cache_size
+from brainx.transform.control.loop_cache import loop_cache_size
 
 from loop_models import (  # noqa: E402 - shared with test_loops.py
     N, CompileCounter, Net, assert_tree_close, inputs, ref_for_loop,
@@ -134,7 +134,7 @@ def test_progress_bar_without_tqdm_is_a_clear_error(monkeypatch):
 
 
 def test_an_inline_progress_bar_does_not_recompile_the_loop():
-    from brainx.transform.loop_cache import loop_cache_size
+    from brainx.transform.control.loop_cache import loop_cache_size
     from brainx.transform import ProgressBar, for_loop
 
     h = brainx.HiddenState(jnp.zeros(()))

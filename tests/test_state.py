@@ -45,8 +45,8 @@ def test_state_cannot_hold_a_state():
     with pytest.raises(brainx.StateTypeError, match="name='a'.*name='b'|cannot hold another State"):
         b.value = a
     assert np.array_equal(b.value, jnp.ones(2))
-    with pytest.raises(brainx.StateTypeError):
-        brainx.State(a)
+    c = brainx.State(a)                      # as brainstate: a State's value, not the State
+    assert c is not a and np.array_equal(c.value, a.value)
     with pytest.raises(brainx.StateTypeError, match="cannot hold another State"):
         b.value = (a, 1.0)
     assert np.array_equal(b.value, jnp.ones(2))
@@ -83,7 +83,8 @@ def test_inner_transform_reads_and_writes_reach_the_enclosing_scope():
     f()  # compile outside
     with brainx.StateTraceStack() as outer:
         f()
-    assert set(outer.get_read_states()) == {a, b}
+    assert outer.get_read_states() == (b,)          # read-only, as brainstate counts them
+    assert outer.was_read(a) and outer.states == (a, b)
     assert outer.get_write_states() == (a,)
     assert float(a.value) == 2.0
 
@@ -238,3 +239,106 @@ def test_a_write_through_a_scope_left_open_never_reaches_the_state():
     assert not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(h._value))
     alive.clear()
     assert brainx.state.active_traces() == []
+
+
+# -- brainstate's State API --------------------------------------------------------------------
+
+def test_metadata_tags_copy_replace_and_copy_from():
+    s = brainx.ParamState(jnp.ones(3), name="w", tag="fast", unit_hint="mV")
+    assert s.tag == {"fast"} and s.unit_hint == "mV" and s.numel() == 3
+    s.add_tag("trainable")
+    assert s.tag == {"fast", "trainable"}
+    c = s.copy()
+    assert type(c) is brainx.ParamState and c is not s and c.tag == s.tag and c.name == "w"
+    c.value = jnp.zeros(3)
+    assert float(s.value.sum()) == 3.0                       # a copy is independent
+    r = s.replace(jnp.zeros(2), name="r")
+    assert r.name == "r" and r.value.shape == (2,) and s.value.shape == (3,)
+    assert s.replace(c) is c
+    with pytest.raises(ValueError, match="expected a ParamState"):
+        s.copy_from(brainx.State(jnp.zeros(3)))
+    t = brainx.ParamState(jnp.zeros(1))
+    t.copy_from(s)
+    assert t.name == "w" and t.tag == s.tag and np.array_equal(t.value, s.value)
+    assert brainx.maybe_state(s) is s.value and brainx.maybe_state(3) == 3
+    assert s.value_call(lambda x: x * 2).tolist() == [2.0, 2.0, 2.0]
+    assert s.source_info is not None and s.stack_level == 0
+
+
+def test_stack_level_and_restore_value_inside_a_transform():
+    h = brainx.State(jnp.zeros(()))
+    levels = []
+
+    @transform.jit
+    def f(x):
+        levels.append(brainx.State(x).stack_level)
+        before = h.value
+        h.value = h.value + x
+        h.restore_value(before)            # put back without a write
+        return x
+
+    f(1.0)
+    assert levels == [1] and float(h.value) == 0.0
+
+
+def test_trace_stack_queries_as_brainstate_names_them():
+    a, b, c = (brainx.State(jnp.full((), float(i))) for i in range(3))
+    with brainx.StateTraceStack() as t1:
+        a.value = b.value + 1
+    with brainx.StateTraceStack() as t2:
+        _ = c.value
+    assert t1.states == (b, a)                        # first-touch order: b is read first
+    assert t1.get_read_states(replace_writen=True) == (b, None)
+    assert t1.get_write_states(replace_read=True) == (None, a)
+    assert t1.been_writen == (False, True)
+    assert [float(v) for v in t1.get_write_state_values()] == [2.0]
+    writes, reads = t1.get_state_values(separate=True)
+    assert [float(v) for v in writes] == [2.0] and [float(v) for v in reads] == [1.0]
+    assert float(t1.original_state_values[1]) == 0.0
+    both = t1 + t2
+    assert both.states == (b, a, c) and both.get_write_states() == (a,)
+    assert both.state_subset(brainx.State) == [b, a, c]
+    t1.recovery_original_values()
+    assert float(a.value) == 0.0
+
+
+def test_catcher_tags_excludes_and_indexes():
+    with brainx.catch_new_states("init", state_to_exclude=brainx.ParamState) as catcher:
+        h = brainx.HiddenState(jnp.zeros(2))
+        brainx.ParamState(jnp.zeros(2))
+    assert len(catcher) == 1 and catcher[0] is h and h in catcher
+    assert catcher.get_by_tag("init") == [h] and h.tag == {"init"}
+
+
+def test_check_state_value_tree_refuses_a_new_shape():
+    s = brainx.State(jnp.zeros(2))
+    with brainx.check_state_value_tree():
+        s.value = jnp.ones(2)
+        with pytest.raises(brainx.StateTypeError, match="another structure or shape"):
+            s.value = jnp.ones(3)
+    s.value = jnp.ones(3)                      # off again outside the block
+    assert s.value.shape == (3,)
+
+
+def test_hidden_group_and_tree_states():
+    import brainunit as u
+    g = brainx.HiddenGroupState(jnp.zeros((3, 2)))
+    assert g.varshape == (3,) and g.num_state == 2
+    g.set_value({"1": jnp.ones(3)})
+    assert g.get_value(1).tolist() == [1.0] * 3 and g.get_value(0).tolist() == [0.0] * 3
+    with pytest.raises(IndexError):
+        g.get_value(2)
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        brainx.HiddenGroupState(jnp.zeros(3))
+    t = brainx.HiddenTreeState({"v": jnp.zeros(2) * u.mV, "i": jnp.ones(2) * u.mA})
+    assert t.num_state == 2 and t.varshape == (2,)
+    t.set_value({"v": jnp.full(2, 3.0) * u.mV})
+    assert u.math.allclose(t.get_value("v"), jnp.full(2, 3.0) * u.mV)
+    assert u.math.allclose(t.get_value("i"), jnp.ones(2) * u.mA)
+
+    @transform.jit
+    def step():
+        t.set_value({"i": t.get_value("i") * 2})
+
+    step()
+    assert u.math.allclose(t.get_value("i"), jnp.full(2, 2.0) * u.mA)

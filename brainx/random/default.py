@@ -6,17 +6,22 @@ import contextlib
 import inspect
 from typing import Any, Callable, Iterator, Optional
 
-from brainx.random.samplers import Samplers
+import jax.random as jr
+
+from brainx.random.samplers import SAMPLERS, Samplers
 
 __all__ = [
-    "DEFAULT", "seed", "split_key", "split_keys", "get_key", "set_key", "default_rng",
-    "seed_context", "SAMPLERS",
+    "DEFAULT", "seed", "split_key", "split_keys", "get_key", "get_key_data", "set_key",
+    "restore_key", "self_assign_multi_keys", "default_rng", "clone_rng", "seed_context",
+    "SAMPLERS",
 ]
 
-DEFAULT = None  # set below; RandomState() looks here for its key
-from brainx.random.state import RandomState, os_seed  # noqa: E402  (needs DEFAULT defined)
+from brainx.random.per_thread import PerThreadRandomState
+from brainx.random.state import DEFAULT_SOURCE, RandomState, os_seed
 
-DEFAULT = RandomState(os_seed(), name="DEFAULT")
+#: The default generator: one key per thread (see :mod:`brainx.random.per_thread`).
+DEFAULT = PerThreadRandomState(os_seed(), name="DEFAULT")
+DEFAULT_SOURCE[0] = DEFAULT
 
 
 def seed(seed_or_key: Any = None) -> None:
@@ -34,14 +39,37 @@ def seed(seed_or_key: Any = None) -> None:
     DEFAULT.seed(seed_or_key)
 
 
-def split_key(n: Optional[int] = None) -> Any:
-    """Advance the default generator's key and return a new key (or ``n`` keys)."""
-    return DEFAULT.split_key(n)
+def split_key(n: Optional[int] = None, backup: bool = False) -> Any:
+    """Advance the default generator's key and return a new key (or ``n`` keys); with
+    ``backup=True`` the key before the split is saved for :func:`restore_key`."""
+    return DEFAULT.split_key(n, backup=backup)
 
 
-def split_keys(n: int) -> Any:
+def split_keys(n: int, backup: bool = False) -> Any:
     """``n`` new keys from the default generator."""
-    return DEFAULT.split_key(n)
+    return DEFAULT.split_key(n, backup=backup)
+
+
+def self_assign_multi_keys(n: int, backup: bool = True) -> None:
+    """Replace the default generator's key by ``n`` keys split from it (one per lane);
+    see ``RandomState.self_assign_multi_keys``."""
+    DEFAULT.self_assign_multi_keys(n, backup=backup)
+
+
+def restore_key() -> None:
+    """Set the default generator's key back to the one saved by ``backup=True``.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> brainx.random.seed(0)
+    >>> before = brainx.random.get_key()
+    >>> _ = brainx.random.split_key(backup=True)
+    >>> brainx.random.restore_key()
+    >>> bool((brainx.random.get_key() == before).all())
+    True
+    """
+    DEFAULT.restore_key()
 
 
 def get_key() -> Any:
@@ -49,14 +77,35 @@ def get_key() -> Any:
     return DEFAULT.value
 
 
-def set_key(key: Any) -> None:
-    """Set the default generator's key."""
-    DEFAULT.set_key(key)
+def get_key_data() -> Any:
+    """The default generator's key as raw ``uint32`` data (``jax.random.key_data``)."""
+    return jr.key_data(DEFAULT.value)
+
+
+def set_key(seed_or_key: Any) -> None:
+    """Set the default generator's key (an integer seed is also accepted)."""
+    DEFAULT.set_key(seed_or_key)
 
 
 def default_rng(seed_or_key: Any = None) -> RandomState:
     """:data:`DEFAULT` without an argument, else a new :class:`RandomState` seeded with it."""
     return DEFAULT if seed_or_key is None else RandomState(seed_or_key)
+
+
+def clone_rng(seed_or_key: Any = None, clone: bool = True) -> RandomState:
+    """A new :class:`RandomState`: seeded with ``seed_or_key``, else split from :data:`DEFAULT`
+    (which advances). ``clone=False`` without a seed returns :data:`DEFAULT` itself.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> rng = brainx.random.clone_rng()
+    >>> rng is brainx.random.DEFAULT, brainx.random.clone_rng(clone=False) is brainx.random.DEFAULT
+    (False, True)
+    """
+    if seed_or_key is not None:
+        return RandomState(seed_or_key)
+    return DEFAULT.clone() if clone else DEFAULT
 
 
 @contextlib.contextmanager
@@ -91,13 +140,9 @@ def _forward(name: str) -> Callable:
     sampler.__module__ = "brainx.random"
     params = list(inspect.signature(method).parameters.values())[1:]
     sampler.__signature__ = inspect.Signature(params)
-    first_line = (method.__doc__ or "").strip().splitlines()[0]
-    sampler.__doc__ = f"{first_line}\n\nDraws from :data:`DEFAULT`; see ``RandomState.{name}``."
+    summary = inspect.cleandoc(method.__doc__ or "").split("\n\n")[0]
+    sampler.__doc__ = f"{summary}\n\nDraws from :data:`DEFAULT`; see ``RandomState.{name}``."
     return sampler
 
 
-SAMPLERS = (
-    "rand", "randn", "random", "uniform", "normal", "truncated_normal", "bernoulli", "randint",
-    "choice", "permutation", "shuffle", "exponential", "gamma", "beta", "poisson",
-)
 globals().update({name: _forward(name) for name in SAMPLERS})

@@ -8,13 +8,19 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
+from jax.core import Tracer
 
 from brainx.errors import BatchAxisError
 from brainx.lanes import foreign_batch_traces
 from brainx.random.samplers import Samplers
 from brainx.state.state import State
+from brainx.state.trace import inside_transform
 
-__all__ = ["RandomState", "as_key", "os_seed"]
+__all__ = ["RandomState", "as_key", "os_seed", "DEFAULT_SOURCE"]
+
+#: The generator a RandomState created without a seed splits its key from
+#: (``brainx.random.default`` puts DEFAULT here).
+DEFAULT_SOURCE: list = [None]
 
 
 def os_seed() -> int:
@@ -84,13 +90,15 @@ class RandomState(State, Samplers):
 
     def __init__(self, seed_or_key: Any = None, name: Optional[str] = None):
         if seed_or_key is None:
-            from brainx.random.default import DEFAULT
-            key = DEFAULT.split_key() if DEFAULT is not None else jr.PRNGKey(os_seed())
+            default = DEFAULT_SOURCE[0]
+            key = default.split_key() if default is not None else jr.PRNGKey(os_seed())
         else:
             key = as_key(seed_or_key)
         super().__init__(key, name=name)
 
     # -- the key --------------------------------------------------------------
+    _backup = None   # the key saved by backup_key (see restore_key)
+
     def seed(self, seed_or_key: Any = None) -> None:
         """Set the key from an integer seed or a key (fresh OS entropy if omitted)."""
         self.value = as_key(os_seed() if seed_or_key is None else seed_or_key)
@@ -103,13 +111,15 @@ class RandomState(State, Samplers):
         """The current key (reading it does not advance it)."""
         return self.value
 
-    def split_key(self, n: Optional[int] = None) -> Any:
+    def split_key(self, n: Optional[int] = None, backup: bool = False) -> Any:
         """Advance the key and return a new independent key (or ``n`` of them).
 
         Parameters
         ----------
         n : int, optional
             Return an array of ``n`` keys instead of one key.
+        backup : bool
+            Save the key before the split, for :meth:`restore_key`.
 
         Examples
         --------
@@ -123,12 +133,63 @@ class RandomState(State, Samplers):
         key = self.value
         self._check_lanes(key)
         keys = jr.split(key, 2 if n is None else n + 1)
+        if backup:
+            self.backup_key()
         self.value = keys[0]
         return keys[1] if n is None else keys[1:]
 
-    def split_keys(self, n: int) -> Any:
+    def split_keys(self, n: int, backup: bool = False) -> Any:
         """``split_key(n)``: ``n`` new keys."""
-        return self.split_key(n)
+        return self.split_key(n, backup=backup)
+
+    def self_assign_multi_keys(self, n: int, backup: bool = True) -> None:
+        """Replace the key by ``n`` keys split from it: a batch of generators, one per lane.
+
+        Declare the generator in ``in_states`` of :func:`brainx.transform.vmap` to
+        give lane ``i`` key ``i``; :meth:`restore_key` brings the single key back.
+
+        Examples
+        --------
+        >>> import brainx
+        >>> rng = brainx.random.RandomState(0)
+        >>> rng.self_assign_multi_keys(3)
+        >>> x = brainx.transform.vmap(lambda: rng.normal(), in_states=rng)()
+        >>> x.shape, len(set(x.tolist()))
+        ((3,), 3)
+        >>> rng.restore_key()
+        >>> rng.value.shape
+        (2,)
+        """
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"{self!r}.self_assign_multi_keys: n must be a positive integer, "
+                             f"got {n!r}.")
+        keys = jr.split(self.value, n)
+        if backup:
+            self.backup_key()
+        self.value = keys
+
+    def backup_key(self) -> None:
+        """Save the current key, for :meth:`restore_key` (outside the transforms)."""
+        if self._backup is not None:
+            raise ValueError(f"{self!r}.backup_key: a key is backed up already and was not "
+                             "restored; call restore_key() first.")
+        key = self.value
+        if inside_transform() or isinstance(key, Tracer):
+            raise ValueError(f"{self!r}.backup_key: called inside a transform, where the key is "
+                             "traced and the backup could not outlive the trace. Back up the key "
+                             "outside the transform.")
+        self._backup = key
+
+    def restore_key(self) -> None:
+        """Set the key back to the one saved by ``backup=True`` (or :meth:`backup_key`)."""
+        if self._backup is None:
+            raise ValueError(f"{self!r}.restore_key: no key is backed up; pass backup=True to "
+                             "split_key or self_assign_multi_keys, or call backup_key(), first.")
+        self.value, self._backup = self._backup, None
+
+    def clone(self) -> "RandomState":
+        """A new generator whose key is split from this one's (this one advances)."""
+        return type(self)(self.split_key())
 
     def _check_lanes(self, key: Any) -> None:
         # A raw jax.vmap leaves an unbatched key unbatched: every lane would

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import contextlib
+import threading
+from typing import Any, Callable, Iterator, Optional, Tuple
 
 import jax
 import numpy as np
@@ -13,6 +15,7 @@ from brainx.state.trace import _THREAD, _notify_created
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
+    "DelayState", "maybe_state", "check_state_value_tree",
     "structure_epoch", "structure_changed",
 ]
 
@@ -22,6 +25,7 @@ __all__ = [
 # and looks again when it moved. (A state it found that is garbage collected
 # marks that entry stale by itself: see `transform.jit`.)
 _EPOCH = [0]
+_MISSING = object()
 
 
 def structure_epoch() -> int:
@@ -58,10 +62,14 @@ class State:
 
     Parameters
     ----------
-    value : pytree
-        The initial value.
+    value : pytree or State
+        The initial value (a State: its value).
     name : str, optional
         Shown in ``repr`` and in error messages.
+    **metadata
+        Kept as attributes of the state. ``tag`` (a string or a set of
+        strings) is kept as a set, for :meth:`StateCatcher.get_by_tag` and
+        filters.
 
     Examples
     --------
@@ -77,10 +85,17 @@ class State:
 
     __slots__ = ("_value", "name", "__weakref__", "__dict__")
 
-    def __init__(self, value: Any, name: Optional[str] = None):
-        _check_not_state(value, None)
+    def __init__(self, value: Any, name: Optional[str] = None, **metadata: Any):
+        if isinstance(value, State):
+            value = value.value
         self._value = value
         self.name = name
+        tag = metadata.pop("tag", None)
+        self.tag = None if tag is None else ({tag} if isinstance(tag, str) else set(tag))
+        if metadata:
+            self.__dict__.update(metadata)
+        self._level = _THREAD.depth
+        self._source = _source_info()
         if _notify_created(self):  # outside every transform
             check_no_tracer(self, value)
 
@@ -98,12 +113,92 @@ class State:
     @value.setter
     def value(self, value: Any) -> None:
         _check_not_state(value, self)
+        if _CHECKS.tree:
+            _check_same_tree(self, value)
         frames = _THREAD.frames
         if frames:
             frames[-1].write_value(self, value)
             return
         check_no_tracer(self, value)
         self._value = value
+
+    # -- brainstate's State API -------------------------------------------------
+    def restore_value(self, value: Any) -> None:
+        """Set the value without recording a write (to put back a value read earlier)."""
+        _check_not_state(value, self)
+        frames = _THREAD.frames
+        if frames:
+            frames[-1]._put_back(self, value)
+        else:
+            check_no_tracer(self, value)
+            self._value = value
+
+    def value_call(self, func: Callable[[Any], Any]) -> Any:
+        """``func`` applied to every leaf of the value."""
+        return jax.tree.map(func, self.value)
+
+    def numel(self) -> int:
+        """The number of elements in the value, summed over its leaves."""
+        return int(sum(np.size(leaf) for leaf in jax.tree.leaves(self.value)))
+
+    def add_tag(self, tag: str) -> None:
+        """Add ``tag`` to the state's tags."""
+        self.tag = {tag} if self.tag is None else self.tag | {tag}
+
+    @property
+    def stack_level(self) -> int:
+        """How many transforms were tracing (in this thread) when the state was created."""
+        return self._level
+
+    @property
+    def source_info(self) -> Any:
+        """Where the state was created (a ``jax`` source-info record: file, line, function)."""
+        return self._source
+
+    def copy(self) -> "State":
+        """A new state of the same type, value and metadata."""
+        new = object.__new__(type(self))
+        _copy_fields(self, new)
+        new._level, new._source = _THREAD.depth, _source_info()
+        if _notify_created(new):
+            check_no_tracer(new, new._value)
+        return new
+
+    def copy_from(self, other: "State") -> None:
+        """Take ``other``'s value and metadata (a state of the same type)."""
+        if type(self) is not type(other):
+            raise ValueError(f"{self!r}.copy_from: expected a {type(self).__name__}, got "
+                             f"{other!r}.")
+        if other is self:
+            return
+        value = other.value
+        keep = self._level, self._source
+        _copy_fields(other, self, value=False)
+        self._level, self._source = keep
+        self.value = value
+
+    def replace(self, value: Any = _MISSING, **metadata: Any) -> "State":
+        """A copy with another value and/or other metadata (a State as ``value``: that state)."""
+        if isinstance(value, State):
+            if type(value) is not type(self):
+                raise ValueError(f"{self!r}.replace: expected a {type(self).__name__}, got "
+                                 f"{value!r}.")
+            return value.replace(**metadata) if metadata else value
+        new = self.copy()
+        if value is not _MISSING:
+            new.restore_value(value)
+        for k, v in metadata.items():
+            setattr(new, k, v)
+        return new
+
+    def _assign_checked(self, value: Any) -> None:
+        """Assign outside every trace scope, refusing a tracer (the scopes call this)."""
+        check_no_tracer(self, value)
+        self._value = value
+
+    def _expire_if_traced(self, where: Optional[str]) -> None:
+        """Called when the transform this state was created in ends."""
+        expire_if_traced(self, where)
 
     def _checked_value(self) -> Any:
         """The value outside every trace scope; an expired state raises."""
@@ -125,6 +220,19 @@ class State:
         return f"{type(self).__name__}({', '.join(fields)})"
 
 
+def _copy_fields(source: State, target: State, value: bool = True) -> None:
+    target.name = source.name
+    target.__dict__.update({k: v for k, v in source.__dict__.items()
+                            if not k.startswith("__brainx")})
+    if value:
+        target._value = source._value
+
+
+def _source_info() -> Any:
+    from jax._src import source_info_util  # jax's own record: cheap, symbolised lazily
+    return source_info_util.current()
+
+
 class ShortTermState(State):
     """A state that is reset between trials (the running variables of a model)."""
 
@@ -139,6 +247,20 @@ class ParamState(LongTermState):
 
 class HiddenState(ShortTermState):
     """A model's dynamical variable (membrane potential, synaptic current, ...)."""
+
+    @property
+    def varshape(self) -> Tuple[int, ...]:
+        """The shape of the variable (of its value)."""
+        return tuple(np.shape(self.value))
+
+    @property
+    def num_state(self) -> int:
+        """How many variables the state holds (1; see ``HiddenGroupState``)."""
+        return 1
+
+
+class DelayState(ShortTermState):
+    """A state holding a delay buffer."""
 
 
 class BatchState(LongTermState):
@@ -208,3 +330,51 @@ def _unit_of(value: Any):
     if isinstance(value, u.Quantity):
         return value.unit
     return None
+
+
+class _Checks(threading.local):
+    tree = False
+
+
+_CHECKS = _Checks()
+
+
+@contextlib.contextmanager
+def check_state_value_tree(val: bool = True) -> Iterator[None]:
+    """Inside the block (this thread), a write that changes a state's tree or leaf shapes raises.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> s = brainx.State(jnp.zeros(2))
+    >>> with brainx.check_state_value_tree():
+    ...     try:
+    ...         s.value = jnp.zeros(3)
+    ...     except brainx.StateTypeError as e:
+    ...         print("refused")
+    refused
+    """
+    old, _CHECKS.tree = _CHECKS.tree, val
+    try:
+        yield
+    finally:
+        _CHECKS.tree = old
+
+
+def _check_same_tree(state: State, value: Any) -> None:
+    old = state._value if not _THREAD.frames else _THREAD.frames[-1]._peek_value(state)
+    if old is None or type(old) is _Expired:
+        return
+    old_leaves, old_tree = jax.tree.flatten(old)
+    new_leaves, new_tree = jax.tree.flatten(value)
+    if old_tree != new_tree or any(np.shape(a) != np.shape(b)
+                                   for a, b in zip(old_leaves, new_leaves)):
+        raise StateTypeError(
+            f"{state!r} was written with a value of another structure or shape "
+            f"({describe_value(value)}) inside check_state_value_tree(). Write a value of the "
+            "same tree and shapes, or leave the check off.")
+
+
+def maybe_state(value: Any) -> Any:
+    """``value.value`` for a State, ``value`` itself otherwise."""
+    return value.value if isinstance(value, State) else value

@@ -28,6 +28,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from brainx.errors import BrainxError
+
 __all__ = ["StateTraceStack", "TransformScope", "catch_new_states", "StateCatcher",
            "active_traces", "inside_transform"]
 
@@ -112,11 +114,30 @@ class StateTraceStack:
         if state in self._created:
             state._value = value
             return
-        if self.restore and state not in self._original:
-            self._original[state] = self.outer_value(state)
+        if state not in self._original:
+            self._original[state] = self._peek(state)
         self._touched[state] = None
         self._written[state] = None
         self._write_outer(state, value)
+
+    def _peek(self, state) -> Any:
+        """The value visible around this scope (lifting it into a trace if needed)."""
+        scope = self._parent
+        while scope is not None:
+            if scope.is_transform:
+                value = scope.overlay.get(state, _MISSING)
+                return scope.read_value(state) if value is _MISSING else value
+            scope = scope._parent
+        return state._value
+
+    def _peek_value(self, state) -> Any:
+        """The value visible in this scope now, without recording (``None``: not traced yet)."""
+        scope = self
+        while scope is not None:
+            if scope.is_transform:
+                return scope.overlay.get(state)
+            scope = scope._parent
+        return state._value
 
     def outer_value(self, state) -> Any:
         """The value of ``state`` visible to the scope around this one (a read there)."""
@@ -128,9 +149,7 @@ class StateTraceStack:
         if parent is not None:
             parent.write_value(state, value)
         else:
-            from brainx.state.state import check_no_tracer  # local: state imports this module
-            check_no_tracer(state, value)
-            state._value = value
+            state._assign_checked(value)
 
     def _put_back(self, state, value) -> None:
         """Set the visible value without recording a write (for ``restore``)."""
@@ -148,17 +167,76 @@ class StateTraceStack:
                 break
             scope = scope._parent
 
-    # -- queries ----------------------------------------------------------
+    # -- queries (brainstate's names) -------------------------------------------
     @property
     def states(self) -> Tuple[Any, ...]:
         """Every state touched from outside the scope, in first-touch order."""
         return tuple(self._touched)
 
-    def get_read_states(self) -> Tuple[Any, ...]:
-        return tuple(self._read)
+    @property
+    def been_writen(self) -> Tuple[bool, ...]:
+        """For each of :attr:`states`, whether it was written (brainstate's spelling)."""
+        return tuple(s in self._written for s in self._touched)
 
-    def get_write_states(self) -> Tuple[Any, ...]:
+    def get_read_states(self, replace_writen: bool = False) -> Tuple[Any, ...]:
+        """The states read and not written (``replace_writen``: ``None`` in place of the others)."""
+        if replace_writen:
+            return tuple(None if s in self._written else s for s in self._touched)
+        return tuple(s for s in self._touched if s not in self._written)
+
+    def get_write_states(self, replace_read: bool = False) -> Tuple[Any, ...]:
+        """The states written (``replace_read``: ``None`` in place of the others)."""
+        if replace_read:
+            return tuple(s if s in self._written else None for s in self._touched)
         return tuple(self._written)
+
+    def get_read_state_values(self, replace_writen: bool = False) -> Tuple[Any, ...]:
+        """The current values of :meth:`get_read_states`."""
+        return tuple(None if s is None else s.value
+                     for s in self.get_read_states(replace_writen))
+
+    def get_write_state_values(self, replace_read: bool = False) -> Tuple[Any, ...]:
+        """The current values of :meth:`get_write_states`."""
+        return tuple(None if s is None else s.value for s in self.get_write_states(replace_read))
+
+    def get_state_values(self, separate: bool = False, replace: bool = False):
+        """The values of :attr:`states`; ``separate``: ``(written, read-only)`` values."""
+        if not separate:
+            return tuple(s.value for s in self._touched)
+        if replace:
+            return self.get_write_state_values(True), self.get_read_state_values(True)
+        return self.get_write_state_values(), self.get_read_state_values()
+
+    @property
+    def original_state_values(self) -> Tuple[Any, ...]:
+        """For each state written here, the value it had before (``restore=True`` scopes)."""
+        return tuple(self._original.get(s) for s in self._touched)
+
+    def recovery_original_values(self) -> None:
+        """Put every state written here back to the value it had before its first write."""
+        for state, value in self._original.items():
+            self._put_back(state, value)
+
+    def state_subset(self, state_type: type) -> List[Any]:
+        """The touched states that are instances of ``state_type``."""
+        return [s for s in self._touched if isinstance(s, state_type)]
+
+    def merge(self, *traces: "StateTraceStack") -> "StateTraceStack":
+        """Add what other scopes recorded to this one (in place); returns ``self``."""
+        for trace in traces:
+            for state in trace._touched:
+                self._touched[state] = None
+                if state in trace._read:
+                    self._read[state] = None
+                if state in trace._written:
+                    self._written[state] = None
+                    if state in trace._original:
+                        self._original.setdefault(state, trace._original[state])
+        return self
+
+    def __add__(self, other: "StateTraceStack") -> "StateTraceStack":
+        merged = StateTraceStack(self.name, restore=self.restore)
+        return merged.merge(self, other)
 
     def get_created_states(self) -> Tuple[Any, ...]:
         return tuple(self._created)
@@ -192,7 +270,6 @@ class StateTraceStack:
         for scope in reversed(closing):
             scope._close()
         if not in_order and exc_type is None:
-            from brainx.errors import BrainxError
             raise BrainxError(
                 f"{self!r} was closed while an inner StateTraceStack was still open; scopes must "
                 "nest (a `with` block cannot end inside a generator that is still suspended). "
@@ -266,20 +343,46 @@ class TransformScope(StateTraceStack):
 
 
 def _expire_traced_states(created, where: Optional[str]) -> None:
-    from brainx.state.state import expire_if_traced  # local: state imports this module
     for state in created:
-        expire_if_traced(state, where)
+        state._expire_if_traced(where)
 
 
 class StateCatcher:
-    """The states created while a :func:`catch_new_states` block was open."""
+    """The states created while a :func:`catch_new_states` block was open.
 
-    def __init__(self, tag: Optional[str] = None):
+    Indexable and iterable; ``get_by_tag`` filters by tag. With ``state_tag``,
+    every caught state gets that tag.
+    """
+
+    def __init__(self, tag: Optional[str] = None, state_to_exclude: Any = None):
         self.tag = tag
+        self._exclude = state_to_exclude
         self._states: List[Any] = []
 
     def append(self, state) -> None:
+        if self._exclude is not None and _excluded(self._exclude, state):
+            return
+        if any(s is state for s in self._states):
+            return
         self._states.append(state)
+        if self.tag is not None:
+            state.add_tag(self.tag)
+
+    def __getitem__(self, index):
+        return self._states[index]
+
+    def __contains__(self, state) -> bool:
+        return any(s is state for s in self._states)
+
+    def get_by_tag(self, tag: str) -> List[Any]:
+        """The caught states whose tags include ``tag``."""
+        return [s for s in self._states if s.tag is not None and tag in s.tag]
+
+    def remove(self, state) -> None:
+        self._states = [s for s in self._states if s is not state]
+
+    def clear(self) -> None:
+        self._states.clear()
 
     @property
     def states(self) -> Tuple[Any, ...]:
@@ -305,8 +408,26 @@ class StateCatcher:
         _THREAD.catchers.remove(self)
 
 
-def catch_new_states(tag: Optional[str] = None) -> StateCatcher:
+def _excluded(spec: Any, state) -> bool:
+    """``state_to_exclude``: a State type (or tuple of types), a predicate, or states."""
+    if isinstance(spec, type) or (isinstance(spec, tuple) and all(isinstance(t, type)
+                                                                   for t in spec)):
+        return isinstance(state, spec)
+    if callable(spec):
+        try:
+            return bool(spec((), state))
+        except TypeError:
+            return bool(spec(state))
+    return any(s is state for s in spec)
+
+
+def catch_new_states(state_tag: Optional[str] = None, state_to_exclude: Any = None,
+                     *, tag: Optional[str] = None) -> StateCatcher:
     """Collect the states created inside a ``with`` block.
+
+    ``state_tag`` tags every caught state; ``state_to_exclude`` (a State type,
+    a predicate ``(path, state) -> bool`` or a collection of states) leaves
+    some out.
 
     Examples
     --------
@@ -316,7 +437,7 @@ def catch_new_states(tag: Optional[str] = None) -> StateCatcher:
     >>> catcher.get_states() == (a,)
     True
     """
-    return StateCatcher(tag)
+    return StateCatcher(state_tag if tag is None else tag, state_to_exclude)
 
 
 def _notify_created(state) -> bool:

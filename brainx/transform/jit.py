@@ -3,145 +3,38 @@
 from __future__ import annotations
 
 import functools
-import weakref
-from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
 
 from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
-from brainx.transform.bound import bind_to_instance
-from brainx.transform.stateful import (
-    RetraceNeeded, StatefulFunction, StateSignature, as_input, has_static_leaves,
-    normalize_argnums, read_state_values, run_with_rediscovery, write_state_values,
+from brainx.transform.core.bound import bind_to_instance
+from brainx.transform.core.jaxpr_builder import CONCRETE_ARRAY, jit_disabled
+from brainx.transform.jit_entry import InstanceSharing, JitEntry
+from brainx.transform.core.stateful import (
+    RetraceNeeded, StatefulFunction, normalize_argnums, run_with_rediscovery, write_state_values,
 )
 
 __all__ = ["jit", "JittedFunction"]
 
 
-class _Entry:
-    """The compiled function of one static key, and the traces it runs.
-
-    ``states`` is the union of the states of every trace kept here (one per
-    argument type seen), ``write_states`` the states any of them writes. The
-    function handed to ``jax.jit`` takes the values of all of ``states`` and
-    returns new values for all of ``write_states``; it evaluates the trace
-    made for the argument types ``jax.jit`` traces it with (a trace that does
-    not write a state gives its value back unchanged). A type with no trace
-    yet raises :class:`~brainx.transform.stateful.RetraceNeeded`: the owner
-    traces the user's function for it and adds the trace here, or, if the
-    trace touches states this entry does not have, builds a new entry.
-
-    States are held weakly: when one is garbage collected (its model was
-    rebuilt, a global was rebound to a new State), the entry is stale and the
-    next call traces again.
-    """
-
-    __slots__ = ("plans", "index", "write_pos", "refs", "n_written", "jitted", "epoch",
-                 "static", "stateful", "__weakref__")
-
-    def __init__(self, owner: "JittedFunction", sigs: Sequence[StateSignature],
-                 previous: Optional["_Entry"] = None):
-        index: Dict[Any, int] = {}
-        written: Dict[Any, None] = {}
-        if previous is not None:  # keep its traces: the union of their states and the new ones
-            old_states, old_written = previous.states, previous.write_states
-            index.update((s, i) for i, s in enumerate(old_states))
-            written.update((s, None) for s in old_written)
-        for sig in sigs:
-            for s, w in zip(sig.states, sig.written):
-                index.setdefault(s, len(index))
-                if w:
-                    written[s] = None
-        states, write_states = tuple(index), tuple(written)
-        self.stateful = owner.stateful
-        self.epoch = _EPOCH[0]
-        this = weakref.ref(self)
-
-        def stale(_ref):
-            entry = this()
-            if entry is not None:
-                entry.epoch = -1
-
-        self.refs = [weakref.ref(s, stale) for s in states]
-        # By identity: positions of each state, and of each written state among the outputs.
-        self.index = {id(s): i for s, i in index.items()}
-        self.write_pos = {id(s): k for k, s in enumerate(write_states)}
-        self.n_written = tuple(index[s] for s in write_states)
-        self.plans: List[tuple] = []  # (trace, positions, write positions), newest last
-        if previous is not None:
-            for trace, local, own in previous.plans:
-                self.plans.append((trace, tuple(index[old_states[i]] for i in local),
-                                   tuple(self.write_pos[id(old_written[k])] for k in own)))
-        for sig in sigs:
-            self.add(sig)
-        self.jitted = jax.jit(self._pure(), donate_argnums=owner._donate, **owner._jit_kwargs)
-
-    @property
-    def states(self) -> Tuple[Any, ...]:
-        return tuple(r() for r in self.refs)
-
-    @property
-    def write_states(self) -> Tuple[Any, ...]:
-        return tuple(self.refs[i]() for i in self.n_written)
-
-    def fits(self, sig: StateSignature) -> bool:
-        """Whether ``sig`` touches only states of this entry, writing exactly those it writes."""
-        return all(id(s) in self.index and w == (id(s) in self.write_pos)
-                   for s, w in zip(sig.states, sig.written))
-
-    def add(self, sig: StateSignature) -> None:
-        """Keep one more trace (see :meth:`fits`)."""
-        self.plans.append((sig.trace, tuple(self.index[id(s)] for s in sig.states),
-                           tuple(self.write_pos[id(s)] for s in sig.write_states)))
-        self.static = any(has_static_leaves(r()._value) for r in self.refs
-                          if not isinstance(r()._value, jax.Array))
-
-    def _pure(self) -> Callable:
-        plans, n_written, stateful = self.plans, self.n_written, self.stateful
-
-        def pure(values, *dyn_args, **dyn_kwargs):
-            leaves = jax.tree.leaves((dyn_args, dyn_kwargs))
-            for trace, local, own in reversed(plans):  # the newest trace first
-                result = trace.run([values[i] for i in local], leaves)
-                if result is None:
-                    continue
-                out, new_values = result
-                written = [values[i] for i in n_written]
-                for k, v in zip(own, new_values):
-                    written[k] = v
-                return out, written
-            raise RetraceNeeded(stateful)
-
-        pure.__name__ = f"jit_{getattr(stateful.fun, '__name__', 'fun')}"
-        return pure
-
-    def values(self) -> Optional[list]:
-        """The states' current values (``None`` if one was garbage collected)."""
-        if _THREAD.frames:
-            states = [r() for r in self.refs]
-            if any(s is None for s in states):
-                return None
-            return read_state_values(states)
-        try:
-            values = [r()._value for r in self.refs]
-        except AttributeError:  # a state died since the last call
-            return None
-        if self.static:
-            values = [as_input(v) for v in values]
-        return values
-
-
-def _call_entry(entry: _Entry, dyn_args: tuple, dyn_kwargs: dict):
+def _call_entry(entry: JitEntry, dyn_args: tuple, dyn_kwargs: dict):
     return entry.jitted(entry.values(), *dyn_args, **dyn_kwargs)
 
 
 class JittedFunction:
     """A stateful function compiled with ``jax.jit``; see :func:`jit`."""
 
+    #: Static keys kept per function (the oldest is dropped first), as JAX bounds its caches.
+    max_entries = 512
+
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 **jit_kwargs):
+                 _sharing: Optional[InstanceSharing] = None, **jit_kwargs):
         self.fun = fun
+        self._sharing = _sharing  # set for a method bound to an instance (shared traces)
+        self._instance_sharing: Optional[InstanceSharing] = None  # this method's, for its instances
+        self._graph = None
         self.stateful = StatefulFunction(fun, static_argnums, static_argnames,
                                          name=f"jit({getattr(fun, '__name__', 'fun')})")
         self._static_argnums = static_argnums
@@ -150,7 +43,7 @@ class JittedFunction:
         self._jit_kwargs = jit_kwargs
         self._donate = self._pure_donate_argnums(
             normalize_argnums(fun, donate_argnums, "donate_argnums"))
-        self._entries: Dict[Hashable, _Entry] = {}
+        self._entries: Dict[Hashable, JitEntry] = {}
         self._has_statics = bool(self.stateful.static_argnums or self.stateful.static_argnames)
         functools.update_wrapper(self, fun, updated=())
 
@@ -164,7 +57,7 @@ class JittedFunction:
         return tuple(1 + i - sum(s < i for s in statics) for i in donate)
 
     # -- cache ----------------------------------------------------------------
-    def _trace(self, key, dyn_args: tuple, dyn_kwargs: dict) -> _Entry:
+    def _trace(self, key, dyn_args: tuple, dyn_kwargs: dict) -> JitEntry:
         """Trace the function for these arguments and file the trace under ``key``.
 
         The trace joins the current entry when that entry is valid and has
@@ -173,13 +66,29 @@ class JittedFunction:
         argument types. Otherwise a new entry (and a new compiled function)
         holds the union of what is still valid and the new trace.
         """
-        sig = self.stateful.discover(key, dyn_args, dyn_kwargs)
         entry = self._entries.get(key)
+        sharing = self._sharing if entry is None else None
+        if sharing is not None:  # an instance's first call: another instance may have traced it
+            shared = sharing.entry(self, self.fun.__self__, key, dyn_args, dyn_kwargs)
+            if shared is not None:
+                return self._file(key, shared)
+        sig = self.stateful.discover(key, dyn_args, dyn_kwargs)
         if entry is not None and entry.epoch == _EPOCH[0] and entry.fits(sig):
             entry.add(sig)  # the compiled pure function reads the list of traces
             return entry
+        if sharing is not None:
+            shared = sharing.register(self, key, dyn_args, dyn_kwargs, sig)
+            if shared is not None:
+                return self._file(key, shared)
         valid = entry is not None and entry.epoch == _EPOCH[0] and entry.values() is not None
-        entry = self._entries[key] = _Entry(self, [sig], previous=entry if valid else None)
+        return self._file(key, JitEntry(self, [sig], previous=entry if valid else None))
+
+    def _file(self, key, entry: JitEntry) -> JitEntry:
+        entries = self._entries
+        entries.pop(key, None)
+        entries[key] = entry
+        while len(entries) > self.max_entries:
+            del entries[next(iter(entries))]
         return entry
 
     def clear_cache(self) -> None:
@@ -188,26 +97,38 @@ class JittedFunction:
 
     # -- call -------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if jax.config.jax_disable_jit:
+        if jit_disabled():
             return self.fun(*args, **kwargs)
         if self._has_statics:
             key, dyn_args, dyn_kwargs = self.stateful.split_args(args, kwargs)
         else:
             key, dyn_args, dyn_kwargs = (), args, kwargs
         entry = self._entries.get(key)
-        if entry is None or entry.epoch != _EPOCH[0]:
-            entry = self._trace(key, dyn_args, dyn_kwargs)
-        values = entry.values()
-        if values is None:
-            entry = self._trace(key, dyn_args, dyn_kwargs)
-            values = entry.values()
+        # The fast path: a valid entry, no scope open, plain values.
+        if entry is None or entry.epoch != _EPOCH[0] or entry.static or _THREAD.frames:
+            return self._call(key, dyn_args, dyn_kwargs)
+        try:
+            values = [r()._value for r in entry.refs]
+        except AttributeError:  # a state died since the last call
+            return self._call(key, dyn_args, dyn_kwargs)
         try:
             out, new_values = entry.jitted(values, *dyn_args, **dyn_kwargs)
         except RetraceNeeded as e:
-            if e.owner is not self.stateful:
+            if e.owner is not None and e.owner is not self.stateful:
                 raise
-            entry, (out, new_values) = self._run_entry(key, dyn_args, dyn_kwargs, _call_entry,
-                                                       traced=True)
+            return self._call(key, dyn_args, dyn_kwargs, traced=True)
+        for v in new_values:
+            if type(v) is not CONCRETE_ARRAY:  # a pytree value, or a raw JAX transform traces us
+                write_state_values(entry.write_states, new_values)
+                return out
+        for r, v in zip(entry.write_refs, new_values):
+            r()._value = v
+        return out
+
+    def _call(self, key, dyn_args: tuple, dyn_kwargs: dict, traced: bool = False):
+        """A call that needs more than the fast path: a trace, a scope, static leaves."""
+        entry, (out, new_values) = self._run_entry(key, dyn_args, dyn_kwargs, _call_entry,
+                                                   traced=traced)
         if new_values:
             write_state_values(entry.write_states, new_values)
         return out
@@ -215,13 +136,16 @@ class JittedFunction:
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
+        if self._instance_sharing is None:
+            self._instance_sharing = InstanceSharing()
         return bind_to_instance(self, instance, lambda f, **kw: JittedFunction(f, **kw), dict(
             static_argnums=self._static_argnums, static_argnames=self._static_argnames,
-            donate_argnums=self._donate_argnums, **self._jit_kwargs))
+            donate_argnums=self._donate_argnums, _sharing=self._instance_sharing,
+            **self._jit_kwargs))
 
     # -- ahead of time ------------------------------------------------------------
     def _run_entry(self, key, dyn_args: tuple, dyn_kwargs: dict,
-                   use: Callable[[_Entry, tuple, dict], Any], traced: bool = False):
+                   use: Callable[[JitEntry, tuple, dict], Any], traced: bool = False):
         """``(entry, use(entry, dyn_args, dyn_kwargs))``, tracing once more if the entry lacks these types."""
         def current():
             entry = self._entries.get(key)
@@ -229,13 +153,14 @@ class JittedFunction:
                 entry = self._trace(key, dyn_args, dyn_kwargs)
             return entry
 
+
         return run_with_rediscovery(
             lambda entry: (entry, use(entry, dyn_args, dyn_kwargs)),
             self._trace(key, dyn_args, dyn_kwargs) if traced else current(),
             lambda: self._trace(key, dyn_args, dyn_kwargs),
-            lambda owner: owner is self.stateful)
+            lambda owner: owner is None or owner is self.stateful)
 
-    def _with_entry(self, args: tuple, kwargs: dict, use: Callable[[_Entry, tuple, dict], Any]):
+    def _with_entry(self, args: tuple, kwargs: dict, use: Callable[[JitEntry, tuple, dict], Any]):
         """``(key, entry, use(entry, dyn_args, dyn_kwargs))`` for a call's arguments."""
         key, dyn_args, dyn_kwargs = self.stateful.split_args(args, kwargs)
         return (key, *self._run_entry(key, dyn_args, dyn_kwargs, use))
@@ -266,7 +191,7 @@ class JittedFunction:
 class Lowered:
     """A lowered stateful function: ``as_text()``, ``compile()``, and the rest of ``jax.stages.Lowered``."""
 
-    def __init__(self, lowered, owner: JittedFunction, key, entry: _Entry):
+    def __init__(self, lowered, owner: JittedFunction, key, entry: JitEntry):
         self._lowered = lowered
         self._owner = owner
         self._key = key
@@ -282,7 +207,7 @@ class Lowered:
 class Compiled:
     """A compiled stateful function. Calling it reads and writes the states."""
 
-    def __init__(self, compiled, owner: JittedFunction, key, entry: _Entry):
+    def __init__(self, compiled, owner: JittedFunction, key, entry: JitEntry):
         self._compiled = compiled
         self._owner = owner
         self._key = key

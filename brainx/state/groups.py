@@ -1,0 +1,132 @@
+"""Several hidden variables in one state: `HiddenGroupState`, `HiddenTreeState`.
+
+Eligibility-trace learning rules (and some solvers) want a model's hidden
+variables stacked in one array. Both classes keep one value and give access
+to each variable by index or name:
+
+=====================  ==============================================  ==================
+class                  value                                           variables
+=====================  ==============================================  ==================
+``HiddenGroupState``   one array (or Quantity), variables on the last  ``"0"``, ``"1"``, ...
+                       axis                                            (index or str)
+``HiddenTreeState``    one dimensionless array, variables on the last  the dict keys, or
+                       axis; each variable keeps its own unit          ``"0"``, ``"1"``, ...
+=====================  ==============================================  ==================
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Sequence, Tuple
+
+import brainunit as u
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from brainx.state.state import HiddenState
+
+__all__ = ["HiddenGroupState", "HiddenTreeState"]
+
+
+class HiddenGroupState(HiddenState):
+    """Hidden variables stacked on the last axis of one array.
+
+    Parameters
+    ----------
+    value : array or Quantity
+        At least 2-d; the last axis indexes the variables.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> s = brainx.HiddenGroupState(jnp.zeros((4, 2)))
+    >>> s.set_value({1: jnp.ones(4)})
+    >>> s.varshape, s.num_state, s.get_value("1").tolist()
+    ((4,), 2, [1.0, 1.0, 1.0, 1.0])
+    """
+
+    def __init__(self, value: Any, **kwargs):
+        if not isinstance(value, (np.ndarray, jax.Array, u.Quantity)) or np.ndim(value) < 2:
+            raise ValueError(f"{type(self).__name__} needs an array of at least 2 dimensions "
+                             f"(the last one indexes the variables), got {value!r}.")
+        self.name2index = {str(i): i for i in range(np.shape(value)[-1])}
+        super().__init__(value, **kwargs)
+
+    @property
+    def varshape(self) -> Tuple[int, ...]:
+        """The shape of each variable (the value's shape without its last axis)."""
+        return tuple(np.shape(self.value))[:-1]
+
+    @property
+    def num_state(self) -> int:
+        """How many variables the state holds."""
+        return int(np.shape(self.value)[-1])
+
+    def _index(self, item: int | str) -> int:
+        if isinstance(item, str):
+            if item not in self.name2index:
+                raise KeyError(f"{self!r} has no variable {item!r}; its variables are "
+                               f"{list(self.name2index)}.")
+            return self.name2index[item]
+        if not isinstance(item, (int, np.integer)) or not -self.num_state <= item < self.num_state:
+            raise IndexError(f"{self!r} has {self.num_state} variables; got index {item!r}.")
+        return int(item)
+
+    def get_value(self, item: int | str) -> Any:
+        """The variable ``item`` (an index or a name)."""
+        return self.value[..., self._index(item)]
+
+    def set_value(self, values: Dict[int | str, Any] | Sequence[Any]) -> None:
+        """Write some variables: ``{item: value}``, or a sequence of all of them."""
+        if not isinstance(values, dict):
+            values = dict(enumerate(values))
+        new = self.value
+        for item, v in values.items():
+            new = new.at[..., self._index(item)].set(v)
+        self.value = new
+
+
+class HiddenTreeState(HiddenGroupState):
+    """Hidden variables with their own units, kept as one dimensionless array.
+
+    Parameters
+    ----------
+    value : sequence or dict of arrays/Quantities
+        The variables, all of one shape.
+
+    Examples
+    --------
+    >>> import brainunit as u, jax.numpy as jnp, brainx
+    >>> s = brainx.HiddenTreeState({"v": jnp.zeros(3) * u.mV, "i": jnp.ones(3) * u.mA})
+    >>> s.get_value("i")
+    Quantity([1. 1. 1.], "mA")
+    >>> s.set_value({"v": jnp.full(3, 2.0) * u.mV}); s.get_value("v").mantissa.tolist()
+    [2.0, 2.0, 2.0]
+    """
+
+    def __init__(self, value: Dict[str, Any] | Sequence[Any], **kwargs):
+        items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        if not items:
+            raise ValueError(f"{type(self).__name__} needs at least one variable.")
+        shapes = {tuple(np.shape(v)) for _, v in items}
+        if len(shapes) != 1:
+            raise ValueError(f"{type(self).__name__}: the variables must have one shape, got "
+                             f"{sorted(shapes)}.")
+        self.units = [u.get_unit(v) for _, v in items]
+        stacked = jnp.stack([u.get_mantissa(v) for _, v in items], axis=-1)
+        super().__init__(stacked, **kwargs)
+        self.name2index = {str(k): i for i, (k, _) in enumerate(items)}
+
+    def get_value(self, item: int | str) -> Any:
+        i = self._index(item)
+        return u.maybe_decimal(self.value[..., i] * self.units[i])
+
+    def set_value(self, values: Dict[int | str, Any] | Sequence[Any]) -> None:
+        if not isinstance(values, dict):
+            values = dict(enumerate(values))
+        new = self.value
+        for item, v in values.items():
+            i = self._index(item)
+            new = new.at[..., i].set(u.Quantity(v).to_decimal(self.units[i])
+                                     if not self.units[i].is_unitless else u.get_mantissa(v))
+        self.value = new

@@ -1,0 +1,1 @@
+"""Differentiation of stateful functions: the grad family, vjp and jvp."""

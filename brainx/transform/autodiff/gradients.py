@@ -1,0 +1,350 @@
+"""Differentiation of stateful functions with respect to states and arguments.
+
+Every transform here is one :class:`GradientTransform` around a JAX
+differentiation function (``jax.grad``, ``jax.jacrev``, ...; with
+``unit_aware=True`` the matching ``brainunit.autograd`` function). It builds
+
+    f(grad_state_values, *differentiated_args) -> (y, (y, aux, written_values))
+
+from the stateful function's pure form, differentiates it with ``has_aux``,
+writes the primal values of the written states back, and arranges the result
+the way brainstate does::
+
+    grads                          # grad_states only, or argnums only
+    (state_grads, arg_grads)       # both
+    ..., value / aux appended:     (grads, value), (grads, aux), (grads, value, aux)
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Optional, Sequence, Tuple
+
+import brainunit as u
+import jax
+import jax.numpy as jnp
+
+from brainx.lanes import current_trace, owned_traces
+from brainx.state.state import State
+from brainx.transform.core.stateful import (
+    StatefulFunction, StateSignature, StaticLeaves, read_state_values, write_state_values,
+)
+
+__all__ = ["grad", "vector_grad", "jacrev", "jacfwd", "jacobian", "hessian", "GradientTransform"]
+
+
+def _is_state(x) -> bool:
+    return isinstance(x, State)
+
+
+def _is_quantity(x) -> bool:
+    return isinstance(x, u.Quantity)
+
+
+class StateDifferentiation:
+    """What to differentiate: states (``grad_states``) and positional arguments (``argnums``).
+
+    Builds, for one call, the function of the differentiated values that JAX
+    differentiates. Shared by :class:`GradientTransform`, ``vjp`` and ``jvp``.
+    """
+
+    def __init__(self, fun: Callable, *, grad_states=None, argnums=None,
+                 has_aux: Optional[bool] = None, unit_aware: bool = False,
+                 check_states: bool = True, name: str = "grad"):
+        self.fun = fun
+        self.has_aux = bool(has_aux)
+        self.unit_aware = unit_aware
+        self.check_states = check_states
+        self._name = f"{name}({getattr(fun, '__name__', 'fun')})"
+
+        leaves, self._grad_tree = jax.tree.flatten(grad_states, is_leaf=_is_state)
+        for leaf in leaves:
+            if not isinstance(leaf, State):
+                raise TypeError(f"{self._name}: grad_states must be a State, a sequence or a dict "
+                                f"of States; found {leaf!r}.")
+        if len(set(map(id, leaves))) != len(leaves):
+            raise ValueError(f"{self._name}: grad_states lists a state twice.")
+        self._grad_states: Tuple[State, ...] = tuple(leaves)
+        self._has_states = grad_states is not None
+        if argnums is None and not self._has_states:
+            argnums = 0
+        self._single_arg = isinstance(argnums, int)
+        self._argnums: Tuple[int, ...] = (
+            () if argnums is None else (argnums,) if isinstance(argnums, int) else tuple(argnums))
+        for n in self._argnums:
+            if not isinstance(n, int) or isinstance(n, bool):
+                raise TypeError(f"{self._name}: argnums must be ints, got {argnums!r}.")
+        # Only the differentiated arguments are traced while discovering the
+        # states: the function may branch on the others in Python, as under jax.grad.
+        self.stateful = StatefulFunction(fun, name=self._name, traced_argnums=self._argnums)
+
+    def _grad_positions(self, sig: StateSignature, key, args, kwargs):
+        """Where each grad state sits in ``sig.states`` (``None``: never read)."""
+        positions = [sig.index.get(s) for s in self._grad_states]
+        missing = [s for s, p in zip(self._grad_states, positions)
+                   if p is None or not sig.read[p]]
+        if missing and self.check_states:
+            raise ValueError(
+                f"{self._name}: grad_states includes {', '.join(map(repr, missing))}, which "
+                "the function never reads, so its gradient would always be zero. Remove it "
+                "from grad_states, or pass check_states=False to get zeros.")
+        return sig, positions
+
+    def prepare(self, sig: StateSignature, key, args: tuple, kwargs: dict):
+        """``(sig, f, primals)``: ``f(*primals) -> (y, (y, aux, written_values))``."""
+        argnums = tuple(n + len(args) if n < 0 else n for n in self._argnums)
+        for n in argnums:
+            if not 0 <= n < len(args):
+                raise ValueError(f"{self._name}: argnums={self._argnums} but the function was "
+                                 f"called with {len(args)} positional arguments.")
+        sig, positions = self._grad_positions(sig, key, args, kwargs)
+        values = read_state_values(sig.states)
+        pure = self.stateful.pure(sig, key)
+        has_aux, unit_aware, name = self.has_aux, self.unit_aware, self._name
+        outer = current_trace()
+
+        def f(grad_values, *diff_args):
+            vals = list(values)
+            for p, v in zip(positions, grad_values):
+                if p is not None:
+                    vals[p] = v
+            full = list(args)
+            for n, a in zip(argnums, diff_args):
+                full[n] = a
+            # JAX may batch this call (jacfwd, hessian): those lanes are ours.
+            with owned_traces(outer):
+                out, new_values = pure(vals, *full, **kwargs)
+            if has_aux:
+                if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                    raise TypeError(f"{name}: has_aux=True, so the function must return a pair "
+                                    f"(value, aux); it returned {type(out).__name__}.")
+                y, aux = out
+            else:
+                y, aux = out, None
+            if not unit_aware and any(_is_quantity(leaf) and not leaf.unit.is_unitless
+                                      for leaf in jax.tree.leaves(y, is_leaf=_is_quantity)):
+                raise TypeError(f"{name}: the function returns a brainunit Quantity. Pass "
+                                "unit_aware=True (gradients then carry unit(y)/unit(x)), or "
+                                "return its .mantissa.")
+            return y, (y, aux, new_values)
+
+        grad_values = [values[p] if p is not None else s.value
+                       for s, p in zip(self._grad_states, positions)]
+        return sig, f, (grad_values, *[args[n] for n in argnums])
+
+    def arrange(self, grads, primals=None) -> Any:
+        """``grads`` (one per primal) as state grads, arg grads, or both.
+
+        With ``primals`` (second order), ``grads[i]`` has the structure of
+        ``primals[i]`` with, at each leaf, a tuple over the primals ``j``: the
+        blocks of second derivatives. Both levels are arranged the same way.
+        """
+        # a state holding leaves JAX cannot trace (strings): its gradient keeps them as they are
+        grads = jax.tree.map(lambda g: g.tree if type(g) is StaticLeaves else g, grads,
+                             is_leaf=lambda g: type(g) is StaticLeaves)
+        if not self.unit_aware:  # plain arrays: a Quantity here would carry x's unit, not 1/x's
+            grads = jax.tree.map(lambda g: g.mantissa if _is_quantity(g) else g, grads,
+                                 is_leaf=_is_quantity)
+        if primals is None:
+            return self._regroup(grads)
+        rows = []
+        for primal, row in zip(primals, grads):
+            treedef = jax.tree.structure(primal, is_leaf=_is_quantity)
+            blocks = [self._regroup(t) for t in treedef.flatten_up_to(row)]
+            rows.append(jax.tree.unflatten(treedef, blocks))
+        return self._regroup(tuple(rows))
+
+    def _regroup(self, per_primal):
+        state_part = jax.tree.unflatten(self._grad_tree, list(per_primal[0]))
+        arg_part = per_primal[1] if self._single_arg else tuple(per_primal[1:])
+        if self._has_states and self._argnums:
+            return state_part, arg_part
+        return state_part if self._has_states else arg_part
+
+
+class GradientTransform(StateDifferentiation):
+    """The stateful form of one JAX differentiation function; see :func:`grad`."""
+
+    def __init__(self, fun: Callable, transform: Callable, *, grad_states=None,
+                 argnums: Optional[int | Sequence[int]] = None, has_aux: Optional[bool] = None,
+                 return_value: bool = False, unit_aware: bool = False, check_states: bool = True,
+                 name: str = "grad", second_order: bool = False, **transform_kwargs):
+        super().__init__(fun, grad_states=grad_states, argnums=argnums, has_aux=has_aux,
+                         unit_aware=unit_aware, check_states=check_states, name=name)
+        self.return_value = return_value
+        self._second_order = second_order
+        self._transform = transform
+        self._transform_kwargs = transform_kwargs
+        functools.update_wrapper(self, fun, updated=())
+
+    def __call__(self, *args, **kwargs):
+        return self.stateful.call(self._run, args, kwargs)
+
+    def _run(self, sig: StateSignature, key, args: tuple, kwargs: dict):
+        sig, f, primals = self.prepare(sig, key, args, kwargs)
+        grads, (y, aux, new_values) = self._transform(
+            f, argnums=tuple(range(len(primals))), has_aux=True, **self._transform_kwargs
+        )(*primals)
+        write_state_values(sig.write_states, new_values)
+        result = self.arrange(grads, primals if self._second_order else None)
+        if self.return_value:
+            return (result, y, aux) if self.has_aux else (result, y)
+        return (result, aux) if self.has_aux else result
+
+    def __repr__(self) -> str:
+        return f"<brainx.transform.{self._name}>"
+
+
+def _vector_grad(f, argnums, has_aux, unit_aware=False):
+    """``jax.grad`` for a non-scalar output: the VJP with a cotangent of ones."""
+    if unit_aware:
+        return u.autograd.vector_grad(f, argnums, has_aux=has_aux, unit_aware=True)
+
+    def run(*args):
+        y, vjp_fn, aux = jax.vjp(f, *args, has_aux=True)
+        return vjp_fn(jax.tree.map(jnp.ones_like, y)), aux
+
+    return run
+
+
+def _make(fun, transform, unit_transform, name, grad_states, argnums, has_aux, return_value,
+          unit_aware, check_states, **kwargs):
+    def build(f):
+        return GradientTransform(
+            f, unit_transform if unit_aware else transform, grad_states=grad_states,
+            argnums=argnums, has_aux=has_aux, return_value=return_value, unit_aware=unit_aware,
+            check_states=check_states, name=name, **kwargs)
+
+    return build if fun is None else build(fun)
+
+
+def grad(fun: Optional[Callable] = None, grad_states=None, argnums=None,
+         holomorphic: bool = False, allow_int: bool = False, has_aux: Optional[bool] = None,
+         return_value: bool = False, unit_aware: bool = False, check_states: bool = True):
+    """The gradient of a scalar stateful function w.r.t. states and/or arguments.
+
+    Parameters
+    ----------
+    fun : callable, optional
+        Returns a scalar (and an auxiliary value if ``has_aux``). Without it,
+        ``grad(grad_states=..., ...)`` returns a decorator.
+    grad_states : State, sequence or dict of States, optional
+        The states to differentiate with respect to; their gradients come back
+        in the same structure. Each must be read by the function (an error
+        otherwise, unless ``check_states=False``).
+    argnums : int or sequence of int, optional
+        Positional arguments to differentiate. Default: ``0`` when no
+        ``grad_states`` are given, none otherwise.
+    has_aux : bool
+        ``fun`` returns ``(value, aux)``.
+    return_value : bool
+        Also return the function's value.
+    unit_aware : bool
+        ``fun`` may return a brainunit Quantity and gradients carry
+        ``unit(value) / unit(x)`` (``brainunit.autograd``). Without it,
+        gradients are plain arrays.
+    holomorphic, allow_int
+        As in ``jax.grad``.
+
+    Returns
+    -------
+    A function returning ``grads`` (state grads, arg grads, or
+    ``(state_grads, arg_grads)`` when both are asked for), followed by the
+    value if ``return_value`` and the aux if ``has_aux``: ``(grads, value, aux)``.
+    States written by ``fun`` are left holding their new (primal) values.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> w = brainx.ParamState(jnp.array([1.0, 2.0]))
+    >>> calls = brainx.State(jnp.zeros(()))
+    >>> def loss(x):
+    ...     calls.value += 1
+    ...     return jnp.sum(w.value * x) ** 2
+    >>> g, value = brainx.transform.grad(loss, w, return_value=True)(jnp.ones(2))
+    >>> g.tolist(), float(value), float(calls.value)
+    ([6.0, 6.0], 9.0, 1.0)
+    """
+    return _make(fun, jax.grad, u.autograd.grad, "grad", grad_states, argnums, has_aux,
+                 return_value, unit_aware, check_states, holomorphic=holomorphic,
+                 allow_int=allow_int)
+
+
+def vector_grad(func: Optional[Callable] = None, grad_states=None, argnums=None,
+                return_value: bool = False, has_aux: Optional[bool] = None,
+                unit_aware: bool = False, check_states: bool = True):
+    """The gradient of the sum of a non-scalar output: the VJP with a cotangent of ones.
+
+    Same arguments and result layout as :func:`grad`; ``func`` may return any
+    array (a single array when ``unit_aware``).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> w = brainx.ParamState(jnp.array([1.0, 2.0, 3.0]))
+    >>> brainx.transform.vector_grad(lambda: w.value ** 2, w)().tolist()
+    [2.0, 4.0, 6.0]
+    """
+    return _make(func, _vector_grad, functools.partial(_vector_grad, unit_aware=True),
+                 "vector_grad", grad_states, argnums, has_aux, return_value, unit_aware,
+                 check_states)
+
+
+def jacrev(fun: Optional[Callable] = None, grad_states=None, argnums=None,
+           has_aux: Optional[bool] = None, return_value: bool = False, holomorphic: bool = False,
+           allow_int: bool = False, unit_aware: bool = False, check_states: bool = True):
+    """Reverse-mode Jacobian of a stateful function w.r.t. states and/or arguments.
+
+    Same arguments and result layout as :func:`grad` (plus ``holomorphic``,
+    ``allow_int``); the Jacobian of each input has shape
+    ``y.shape + x.shape``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> w = brainx.ParamState(jnp.array([1.0, 2.0]))
+    >>> brainx.transform.jacrev(lambda x: w.value * x, w)(3.0).tolist()
+    [[3.0, 0.0], [0.0, 3.0]]
+    """
+    return _make(fun, jax.jacrev, u.autograd.jacrev, "jacrev", grad_states, argnums, has_aux,
+                 return_value, unit_aware, check_states, holomorphic=holomorphic,
+                 allow_int=allow_int)
+
+
+jacobian = jacrev
+
+
+def jacfwd(func: Optional[Callable] = None, grad_states=None, argnums=None,
+           has_aux: Optional[bool] = None, return_value: bool = False, holomorphic: bool = False,
+           unit_aware: bool = False, check_states: bool = True):
+    """Forward-mode Jacobian of a stateful function; arguments and layout as :func:`jacrev`.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> w = brainx.ParamState(jnp.array([1.0, 2.0]))
+    >>> brainx.transform.jacfwd(lambda x: w.value * x, w)(3.0).tolist()
+    [[3.0, 0.0], [0.0, 3.0]]
+    """
+    return _make(func, jax.jacfwd, u.autograd.jacfwd, "jacfwd", grad_states, argnums, has_aux,
+                 return_value, unit_aware, check_states, holomorphic=holomorphic)
+
+
+def hessian(func: Optional[Callable] = None, grad_states=None, argnums=None,
+            return_value: bool = False, holomorphic: bool = False,
+            has_aux: Optional[bool] = None, unit_aware: bool = False, check_states: bool = True):
+    """The Hessian of a scalar stateful function; arguments and layout as :func:`grad`.
+
+    With several inputs (states and/or arguments) the result is nested:
+    ``H[i][j]`` is the block of second derivatives w.r.t. inputs ``i`` and ``j``.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> w = brainx.ParamState(jnp.array([1.0, 2.0]))
+    >>> brainx.transform.hessian(lambda: jnp.sum(w.value ** 3), w)().tolist()
+    [[6.0, 0.0], [0.0, 12.0]]
+    """
+    return _make(func, jax.hessian, u.autograd.hessian, "hessian", grad_states, argnums,
+                 has_aux, return_value, unit_aware, check_states, holomorphic=holomorphic,
+                 second_order=True)

@@ -1,0 +1,433 @@
+"""The one core under every stateful transform.
+
+A :class:`StatefulFunction` wraps a user function that reads and writes
+:class:`~brainx.State` objects. For one call it *traces* the function once to
+a jaxpr (:meth:`StatefulFunction.discover`): the states' values are not
+arguments, so the trace starts with the function's arguments as inputs and
+adds a state's value as a new input the first time the function reads it (see
+:mod:`brainx.transform.core.jaxpr_builder`). Writes go to the trace's overlay (see
+:class:`~brainx.state.trace.TransformScope`); at the end, the new values of
+the written states become outputs. The result is a :class:`StateSignature`:
+the states in first-touch order, which were written, and the jaxpr.
+
+Every transform then runs the JAX transform on the *pure* function
+
+    pure(state_values, *dynamic_args, **dynamic_kwargs) -> (out, written_values)
+
+which evaluates that jaxpr (:meth:`StatefulFunction.pure`), and writes the
+returned values back (:func:`read_state_values`, :func:`write_state_values`).
+So the user's Python runs once per call signature, JAX never sees a state's
+concrete value while tracing it, and what the trace found is exactly what
+runs.
+
+A ``jit`` keeps signatures across calls; if JAX traces ``pure`` for argument
+types its jaxpr was not made for, ``pure`` raises :class:`RetraceNeeded` and
+the owner traces the function again (:func:`run_with_rediscovery`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+import jax
+from jax.core import Tracer
+
+from brainx.errors import TracerLeakError
+from brainx.state.state import State
+from brainx.state.trace import TransformScope
+from brainx.transform.core.arguments import (
+    check_hashable, check_static_argnames, fixed_positional_count, function_name, infer_static,
+    normalize_argnums,
+)
+from brainx.transform.core.stateful_api import StatefulFunctionAPI
+from brainx.transform.core.state_io import (
+    peek_state_values, read_state_values, write_state_values,
+)
+from brainx.transform.core.state_values import (
+    StaticLeaves, WrittenSpec, _as_array, _is_array_like, as_input, has_static_leaves,
+    is_array_leaf,
+)
+from brainx.transform.core.jaxpr_builder import (
+    abstractify, current_trace, eval_jaxpr, new_input, trace_to_jaxpr,
+)
+
+__all__ = [
+    "StatefulFunction", "StateSignature", "JaxprTrace", "RetraceNeeded", "run_with_rediscovery",
+    # the core's face: value I/O and value types, defined in state_io / state_values
+    "read_state_values", "write_state_values", "peek_state_values", "StaticLeaves",
+    "as_input", "has_static_leaves", "is_array_leaf",
+]
+
+
+class RetraceNeeded(Exception):
+    """Raised while JAX traces ``pure`` for arguments its jaxpr was not traced with.
+
+    ``owner`` is the :class:`StatefulFunction` whose signature does not fit;
+    only it handles the exception, so an inner transform's miss never makes
+    an outer one trace again.
+    """
+
+    def __init__(self, owner: "StatefulFunction", states: Sequence[State] = ()):
+        super().__init__(owner, states)
+        self.owner = owner
+        self.states = tuple(states)
+
+
+@dataclass(frozen=True, eq=False)
+class JaxprTrace:
+    """One trace of a stateful function: its jaxpr and how values map onto it.
+
+    The jaxpr's inputs are the traced argument leaves (``arg_mask`` says
+    which), then the array leaves of the values of the states at positions
+    ``inputs`` of the signature; its outputs are the output's leaves, then the
+    array leaves of the written states' new values. It holds no State, so a
+    cache of traces does not keep states alive.
+    """
+
+    jaxpr: Any
+    consts: Sequence[Any]
+    arg_mask: Tuple[bool, ...]
+    in_avals: Tuple[Any, ...]
+    inputs: Tuple[int, ...]
+    out_tree: Any
+    written_specs: Tuple[WrittenSpec, ...]
+
+    def flat_inputs(self, state_values: Sequence[Any], arg_leaves: Sequence[Any]):
+        """The jaxpr's input list for these values, or ``None`` if their types do not fit."""
+        if len(arg_leaves) != len(self.arg_mask):
+            return None
+        flat = [x for x, m in zip(arg_leaves, self.arg_mask) if m]
+        for i in self.inputs:
+            flat += [x for x in jax.tree.leaves(state_values[i]) if is_array_leaf(x)]
+        if len(flat) != len(self.in_avals):
+            return None
+        for x, aval in zip(flat, self.in_avals):
+            if not _same_type(x, aval):
+                return None
+        return flat
+
+    def run(self, state_values: Sequence[Any], arg_leaves: Sequence[Any]):
+        """``(out, written_values)``, or ``None`` if the values' types do not fit."""
+        flat = self.flat_inputs(state_values, arg_leaves)
+        if flat is None:
+            return None
+        outs = eval_jaxpr(self.jaxpr, self.consts, *flat)
+        outs = [o if isinstance(o, (jax.Array, Tracer)) else _as_array(o, v.aval)
+                for o, v in zip(outs, self.jaxpr.outvars)]
+        k = self.out_tree.num_leaves
+        out = jax.tree.unflatten(self.out_tree, outs[:k])
+        new_values = []
+        for spec in self.written_specs:
+            n = sum(spec.mask)
+            new_values.append(spec.build(outs[k:k + n]))
+            k += n
+        return out, new_values
+
+
+@dataclass(frozen=True, eq=False)
+class StateSignature:
+    """The states one call of a function touches, and the trace of that call.
+
+    ``states`` lists every state read or written, in first-touch order;
+    ``written`` marks the ones written (assigned, or a container mutated in
+    place); ``read`` the ones read. Only written states become outputs of the
+    pure function; the others are inputs only. ``trace`` is the jaxpr.
+    """
+
+    states: Tuple[State, ...]
+    written: Tuple[bool, ...]
+    read: Tuple[bool, ...]
+    trace: Optional[JaxprTrace] = field(default=None, repr=False)
+    index: Dict[State, int] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        self.index.update({s: i for i, s in enumerate(self.states)})
+
+    @property
+    def write_states(self) -> Tuple[State, ...]:
+        return tuple(s for s, w in zip(self.states, self.written) if w)
+
+    @property
+    def read_only_states(self) -> Tuple[State, ...]:
+        return tuple(s for s, w in zip(self.states, self.written) if not w)
+
+    @property
+    def read_states(self) -> Tuple[State, ...]:
+        return tuple(s for s, r in zip(self.states, self.read) if r)
+
+    @property
+    def write_indices(self) -> Tuple[int, ...]:
+        return tuple(i for i, w in enumerate(self.written) if w)
+
+
+def _same_type(x: Any, aval: Any) -> bool:
+    try:
+        other = abstractify(x)
+    except TypeError:
+        return False
+    return other.shape == aval.shape and other.dtype == aval.dtype
+
+
+def run_with_rediscovery(run: Callable[[Any], Any], sig: Any, rediscover: Callable[[], Any],
+                         owns: Callable[[Any], bool]) -> Any:
+    """``run(sig)``; if its trace finds ``sig`` does not fit, ``run(rediscover())`` once.
+
+    Only a :class:`RetraceNeeded` whose owner ``owns`` accepts is handled here;
+    an inner transform's is left to that transform.
+    """
+    try:
+        return run(sig)
+    except RetraceNeeded as e:
+        if not owns(e.owner):
+            raise
+    try:
+        return run(rediscover())
+    except RetraceNeeded as e:
+        if not owns(e.owner):
+            raise
+        raise RuntimeError(  # pragma: no cover - a fresh trace always fits its own arguments
+            f"{e.owner.name}: the jaxpr traced for these arguments does not fit them.") from None
+
+
+_name = function_name  # the loops' import name
+_SELF = object()
+
+
+class StatefulFunction(StatefulFunctionAPI):
+    """A function over states, turned into a pure function of explicit state values.
+
+    Parameters
+    ----------
+    fun : callable
+        The function. It may read and write any state it can reach (closure,
+        attribute, container).
+    static_argnums, static_argnames : int or sequence
+        Arguments that are Python values: they are part of the cache key and
+        are not passed through JAX.
+    name : str, optional
+        The transform's name, used in error messages.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> w, h = brainx.ParamState(jnp.ones(3)), brainx.HiddenState(jnp.zeros(3))
+    >>> def step(x):
+    ...     h.value = h.value + w.value * x
+    ...     return h.value.sum()
+    >>> sf = brainx.transform.StatefulFunction(step)
+    >>> sig = sf.signature((2.0,), {})
+    >>> sig.states == (h, w), sig.written
+    (True, (True, False))
+    """
+
+    def __init__(self, fun: Callable, static_argnums=(), static_argnames=(),
+                 name: Optional[str] = None, traced_argnums: Optional[Sequence[int]] = None,
+                 return_only_write: bool = True, axis_env: Any = None):
+        if not callable(fun):
+            raise TypeError(f"Expected a callable, got {fun!r}.")
+        self.fun = fun
+        self.name = name or function_name(fun)
+        self.traced_argnums = None if traced_argnums is None else tuple(traced_argnums)
+        self.return_only_write = return_only_write
+        if axis_env:
+            raise NotImplementedError(
+                f"{self.name}: axis_env is not supported; trace inside brainx.transform.vmap "
+                "(which binds the axis name) instead.")
+        static_argnums = normalize_argnums(fun, static_argnums)
+        if isinstance(static_argnames, str):
+            static_argnames = (static_argnames,)
+        self.static_argnums, self.static_argnames = infer_static(
+            fun, static_argnums, tuple(static_argnames or ()))
+        self._has_names = fixed_positional_count(fun) is not None
+        check_static_argnames(fun, self.static_argnames, self.name)
+
+    # -- arguments ---------------------------------------------------------
+    def split_args(self, args: tuple, kwargs: dict):
+        """``(key, dyn_args, dyn_kwargs)``: the hashable static part and the rest."""
+        if not self.static_argnums and not self.static_argnames:
+            return (), args, kwargs
+        static_pos = []
+        dyn_args = []
+        nums = self.static_argnums
+        if nums and nums[-1] >= len(args) and not self._has_names:
+            missing = [i for i in nums if i >= len(args)]
+            raise ValueError(
+                f"{self.name} has static_argnums={nums} but was called with only {len(args)} "
+                f"positional arguments; pass argument(s) {missing} positionally, or use "
+                "static_argnames for keyword arguments.")
+        for i, a in enumerate(args):
+            if i in nums:
+                check_hashable(a, f"positional argument {i}", self.name)
+                static_pos.append((i, type(a), a))
+            else:
+                dyn_args.append(a)
+        static_kw = []
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self.static_argnames:
+                check_hashable(v, f"keyword argument {k!r}", self.name)
+                static_kw.append((k, type(v), v))
+            else:
+                dyn_kwargs[k] = v
+        # The type is part of the key: 1, 1.0 and True are equal but not interchangeable.
+        static_kw.sort(key=lambda item: item[0])
+        return (tuple(static_pos), tuple(static_kw)), tuple(dyn_args), dyn_kwargs
+
+    def merge_args(self, key, dyn_args: tuple, dyn_kwargs: dict):
+        """Inverse of :meth:`split_args`."""
+        if key == ():
+            return dyn_args, dyn_kwargs
+        static_pos, static_kw = key
+        args = list(dyn_args)
+        for i, _, a in static_pos:
+            args.insert(i, a)
+        kwargs = dict(dyn_kwargs)
+        kwargs.update((k, v) for k, _, v in static_kw)
+        return tuple(args), kwargs
+
+    # -- discovery: the one trace ---------------------------------------------
+    def signature(self, args: tuple, kwargs: dict) -> StateSignature:
+        """Trace this call (arguments as given to the function) and return its signature."""
+        key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        return self.discover(key, dyn_args, dyn_kwargs)
+
+    def discover(self, key, dyn_args: tuple, dyn_kwargs: dict,
+                 outer_values: Optional[Dict[State, Any]] = None) -> StateSignature:
+        """Trace the function once for these arguments: the states it touches, and its jaxpr.
+
+        ``outer_values`` gives, for some states, the value to trace them with
+        instead of the one visible outside (``vmap``: one lane's value).
+        Nothing is changed: states created inside expire with the trace, and
+        an exception leaves every state as it was.
+        """
+        leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
+        arg_mask = tuple(self._traced_leaves(dyn_args, leaves))
+        in_avals = [abstractify(x) for x, m in zip(leaves, arg_mask) if m]
+        found: Dict[str, Any] = {}
+
+        def traced(*arrays):
+            trace = current_trace()
+            lifted: Dict[State, Tuple[Any, list]] = {}  # state -> (treedef, leaves) as lifted
+
+            def lift(state, outer):
+                if outer_values is not None and state in outer_values:
+                    outer = outer_values[state]
+                value_leaves, treedef = jax.tree.flatten(outer)
+                value_leaves = [new_input(trace, abstractify(x)) if is_array_leaf(x) else x
+                                for x in value_leaves]
+                lifted[state] = (treedef, value_leaves)
+                return jax.tree.unflatten(treedef, value_leaves)
+
+            it = iter(arrays)
+            full = [next(it) if m else x for x, m in zip(leaves, arg_mask)]
+            args, kwargs = self.merge_args(key, *jax.tree.unflatten(tree, full))
+            scope = TransformScope(self.name, lift)
+            with scope:
+                out = self.fun(*args, **kwargs)
+            states = scope.states
+            for s in scope.get_write_states():
+                _refuse_foreign_tracers(s, scope.overlay[s], trace, self.name)
+            written = tuple(scope.was_written(s) or _mutated_in_place(scope.overlay[s], lifted[s])
+                            if s in lifted else scope.was_written(s) for s in states)
+            new_values = [scope.overlay[s] for s, w in zip(states, written) if w]
+            specs = tuple(WrittenSpec.of(v) for v in new_values)
+            out_leaves, out_tree = jax.tree.flatten(out)
+            found.update(states=states, written=written,
+                         read=tuple(scope.was_read(s) for s in states),
+                         inputs=tuple(i for i, s in enumerate(states) if s in lifted),
+                         out_tree=out_tree, specs=specs)
+            flat_new = [x for spec, v in zip(specs, new_values) for x in spec.arrays(v)]
+            return out_leaves + flat_new
+
+        jaxpr, consts = trace_to_jaxpr(traced, in_avals, self.name)
+        trace = JaxprTrace(jaxpr=jaxpr, consts=consts, arg_mask=arg_mask,
+                           in_avals=tuple(v.aval for v in jaxpr.invars), inputs=found["inputs"],
+                           out_tree=found["out_tree"], written_specs=found["specs"])
+        return StateSignature(states=found["states"], written=found["written"],
+                              read=found["read"], trace=trace)
+
+    def _traced_leaves(self, dyn_args: tuple, leaves: list) -> list:
+        """Which argument leaves are inputs of the trace; the others are constants of it.
+
+        By default every array-like leaf is traced, as under ``jax.jit``; other
+        Python objects (a module passed to a function that ``grad`` closes over,
+        say) are passed through. With ``traced_argnums`` (``grad`` and friends:
+        the differentiated arguments) only those arguments are traced, so the
+        function may branch on the others in Python, as under ``jax.grad``.
+        """
+        if self.traced_argnums is None:
+            return [_is_array_like(leaf) for leaf in leaves]
+        n = len(dyn_args)
+        traced = {i + n if i < 0 else i for i in self.traced_argnums}
+        mask = []
+        for i, arg in enumerate(dyn_args):
+            mask += [i in traced and _is_array_like(leaf) for leaf in jax.tree.leaves(arg)]
+        return mask + [False] * (len(leaves) - len(mask))
+
+    # -- the pure function ----------------------------------------------------
+    def pure(self, sig: StateSignature, key=None) -> Callable:
+        """``pure(state_values, *dyn_args, **dyn_kwargs) -> (out, written_values)``.
+
+        Evaluates the jaxpr of ``sig`` (the user's function is not run again).
+        ``state_values`` line up with ``sig.states``. Arguments of other types
+        than the trace's raise :class:`RetraceNeeded`.
+        """
+        return self.pure_of(sig.trace)
+
+    def pure_of(self, trace: JaxprTrace, owner: Any = _SELF) -> Callable:
+        """:meth:`pure` for a :class:`JaxprTrace` (holds no State).
+
+        Its :class:`RetraceNeeded` names ``owner`` (this function by default;
+        ``None``: whoever calls it).
+        """
+        owner = self if owner is _SELF else owner
+
+        def pure(state_values, *dyn_args, **dyn_kwargs):
+            result = trace.run(state_values, jax.tree.leaves((dyn_args, dyn_kwargs)))
+            if result is None:
+                raise RetraceNeeded(owner)
+            return result
+
+        pure.__name__ = f"pure_{getattr(self.fun, '__name__', 'fun')}"
+        return pure
+
+    def call(self, run: Callable[[StateSignature, Any, tuple, dict], Any], args: tuple,
+             kwargs: dict):
+        """``run(sig, key, dyn_args, dyn_kwargs)`` with this call's signature (one trace)."""
+        key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        return run(self.discover(key, dyn_args, dyn_kwargs), key, dyn_args, dyn_kwargs)
+
+    def __repr__(self) -> str:
+        return f"StatefulFunction({self.name})"
+
+
+def _refuse_foreign_tracers(state: State, value: Any, trace: Any, where: str) -> None:
+    """Raise if ``value`` holds a tracer of a trace other than ``trace`` and its parents.
+
+    Such a tracer was written by a raw JAX transform (``jax.jit``,
+    ``lax.scan``, ...) nested in the brainx one: it has died with that
+    transform's trace.
+    """
+    alive = set()
+    t = trace
+    while t is not None:
+        alive.add(id(t))
+        t = getattr(t, "parent_trace", None)
+    for leaf in jax.tree.leaves(value):
+        if isinstance(leaf, Tracer) and id(getattr(leaf, "_trace", None)) not in alive:
+            raise TracerLeakError(
+                f"{state!r} was written inside a raw JAX transform (jax.jit, jax.checkpoint, "
+                f"jax.lax.scan / fori_loop / cond / while_loop, ...) called by {where}, and "
+                "still holds that transform's value after it ended: the raw transform cannot "
+                "hand the new value back to brainx. Use the brainx transform instead "
+                "(brainx.transform.jit, checkpoint, scan, for_loop, cond, while_loop), or "
+                "return the value from the helper and write the state outside it. No state "
+                "was changed.")
+
+
+def _mutated_in_place(value: Any, lifted: Tuple[Any, list]) -> bool:
+    """Whether the value a trace read was changed in place (a container's item replaced)."""
+    treedef, leaves = lifted
+    now, now_def = jax.tree.flatten(value)
+    return now_def != treedef or any(a is not b for a, b in zip(now, leaves))

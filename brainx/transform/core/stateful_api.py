@@ -1,0 +1,197 @@
+"""brainstate's inspection API of ``StatefulFunction``: a cache of traces by argument types.
+
+brainx's transforms trace a function once per call and need no cache here;
+brainstate programs call ``sf.make_jaxpr(*args)`` and then ask for the jaxpr,
+the states, the output shapes, or evaluate the jaxpr themselves. This mixin
+gives :class:`~brainx.transform.StatefulFunction` those methods, over a small
+bounded cache of traces keyed by :meth:`get_arg_cache_key`.
+
+The jaxpr of :meth:`get_jaxpr` has brainstate's layout: inputs are the
+dynamic arguments' leaves followed by the leaves of every state's value (in
+:meth:`get_states` order); outputs are the function's output, then the new
+values of the written states (with ``return_only_write``) or of every state.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Dict, Hashable, Tuple
+
+import jax
+
+from brainx.state.state import State
+from brainx.state.trace import StateTraceStack
+from brainx.transform.core.jaxpr_builder import abstractify
+from brainx.transform.core.state_io import read_state_values, write_state_values
+from brainx.transform.core.state_values import _is_array_like
+
+__all__ = ["StatefulFunctionAPI"]
+
+_MAX_CACHED = 128
+
+
+class StatefulFunctionAPI:
+    """Mixin: brainstate's ``StatefulFunction`` methods (see the module docstring)."""
+
+    return_only_write: bool = True
+
+    # -- the cache ------------------------------------------------------------------
+    def _api_cache(self) -> "OrderedDict[Hashable, Any]":
+        cache = self.__dict__.get("_traces")
+        if cache is None:
+            cache = self.__dict__["_traces"] = OrderedDict()
+            self.__dict__["_stats"] = {"hits": 0, "misses": 0}
+        return cache
+
+    def get_arg_cache_key(self, *args, compile_if_miss: bool = False, **kwargs) -> Hashable:
+        """The cache key of a call: the static arguments and the dynamic ones' types."""
+        key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        leaves, treedef = jax.tree.flatten((dyn_args, dyn_kwargs))
+        types = tuple(abstractify(x) if self._traceable(x) else ("static", x) for x in leaves)
+        cache_key = (key, treedef, types)
+        if compile_if_miss and cache_key not in self._api_cache():
+            self.make_jaxpr(*args, **kwargs)
+        return cache_key
+
+    @staticmethod
+    def _traceable(x: Any) -> bool:
+        return _is_array_like(x)
+
+    def make_jaxpr(self, *args, **kwargs):
+        """Trace the function for these arguments (once per cache key); returns ``self``."""
+        cache = self._api_cache()
+        cache_key = self.get_arg_cache_key(*args, **kwargs)
+        if cache_key in cache:
+            self._stats["hits"] += 1
+            cache.move_to_end(cache_key)
+            return self
+        self._stats["misses"] += 1
+        cache[cache_key] = self.signature(args, kwargs)
+        while len(cache) > _MAX_CACHED:
+            cache.popitem(last=False)
+        return self
+
+    def _cached(self, args, kwargs, compile_if_miss: bool):
+        cache_key = self.get_arg_cache_key(*args, **kwargs)
+        sig = self._api_cache().get(cache_key)
+        if sig is None:
+            if not compile_if_miss:
+                raise ValueError(f"{self.name}: no trace for these arguments; call "
+                                 "make_jaxpr(*args, **kwargs) first, or pass compile_if_miss=True.")
+            self.make_jaxpr(*args, **kwargs)
+            sig = self._api_cache()[cache_key]
+        return sig
+
+    def clear_cache(self) -> None:
+        """Forget the traces kept for brainstate's inspection methods."""
+        self._api_cache().clear()
+
+    def get_cache_stats(self) -> Dict[str, Any]:
+        """``{'compilation_cache': {size, maxsize, hits, misses, hit_rate}}``."""
+        cache = self._api_cache()
+        hits, misses = self._stats["hits"], self._stats["misses"]
+        total = hits + misses
+        return {"compilation_cache": {"size": len(cache), "maxsize": _MAX_CACHED, "hits": hits,
+                                      "misses": misses, "hit_rate": hits / total if total else 0.0}}
+
+    # -- what a trace found ----------------------------------------------------------
+    def get_states(self, *args, compile_if_miss: bool = True, **kwargs) -> Tuple[State, ...]:
+        """Every state the function touches, in first-touch order."""
+        return self._cached(args, kwargs, compile_if_miss).states
+
+    def get_read_states(self, *args, compile_if_miss: bool = True, **kwargs) -> Tuple[State, ...]:
+        """The states the function reads and does not write."""
+        return self._cached(args, kwargs, compile_if_miss).read_only_states
+
+    def get_write_states(self, *args, compile_if_miss: bool = True, **kwargs) -> Tuple[State, ...]:
+        """The states the function writes."""
+        return self._cached(args, kwargs, compile_if_miss).write_states
+
+    def get_state_trace(self, *args, compile_if_miss: bool = True, **kwargs) -> StateTraceStack:
+        """A :class:`~brainx.StateTraceStack` holding what the trace recorded."""
+        sig = self._cached(args, kwargs, compile_if_miss)
+        trace = StateTraceStack(self.name)
+        for s, r, w in zip(sig.states, sig.read, sig.written):
+            trace._touched[s] = None
+            if r:
+                trace._read[s] = None
+            if w:
+                trace._written[s] = None
+        return trace
+
+    def get_jaxpr(self, *args, compile_if_miss: bool = True, **kwargs):
+        """The ``ClosedJaxpr`` in brainstate's layout (see the module docstring)."""
+        sig = self._cached(args, kwargs, compile_if_miss)
+        _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        values = [s.value for s in sig.states]
+        return jax.make_jaxpr(self._layout(sig))(dyn_args, dyn_kwargs, values)
+
+    def get_out_shapes(self, *args, compile_if_miss: bool = True, **kwargs):
+        """``(output shapes, new state value shapes)`` as ``jax.ShapeDtypeStruct`` trees."""
+        sig = self._cached(args, kwargs, compile_if_miss)
+        _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        values = [s.value for s in sig.states]
+        return jax.eval_shape(self._layout(sig), dyn_args, dyn_kwargs, values)
+
+    def get_out_treedef(self, *args, compile_if_miss: bool = True, **kwargs):
+        """The tree structure of ``(output, new state values)``."""
+        return jax.tree.structure(self.get_out_shapes(*args, compile_if_miss=compile_if_miss,
+                                                      **kwargs))
+
+    def _layout(self, sig):
+        pure = self.pure(sig)
+        only_written = self.return_only_write
+
+        def run(dyn_args, dyn_kwargs, values):
+            out, new_values = pure(values, *dyn_args, **dyn_kwargs)
+            new = iter(new_values)
+            states = [next(new) if w else (None if only_written else v)
+                      for v, w in zip(values, sig.written)]
+            return out, states
+
+        return run
+
+    # -- evaluating it ---------------------------------------------------------------
+    def jaxpr_call(self, state_vals, *args, **kwargs):
+        """``(new_state_vals, out)`` from the trace, for given values of :meth:`get_states`.
+
+        ``new_state_vals`` lines up with :meth:`get_states`; with
+        ``return_only_write``, a state the function does not write is ``None``.
+        """
+        sig = self._cached(args, kwargs, True)
+        state_vals = list(state_vals)
+        if len(state_vals) != len(sig.states):
+            raise ValueError(f"{self.name}: expected values for {len(sig.states)} states "
+                             f"({list(sig.states)!r}), got {len(state_vals)}.")
+        missing = [i for i, v in enumerate(state_vals) if v is None]
+        if missing:
+            raise ValueError(f"{self.name}: state_vals has None at {missing}; every state "
+                             "needs a value.")
+        _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        out, states = self._layout(sig)(dyn_args, dyn_kwargs, state_vals)
+        return tuple(states), out
+
+    def jaxpr_call_auto(self, *args, **kwargs):
+        """Evaluate the trace on the states' current values and write the written ones back."""
+        sig = self._cached(args, kwargs, True)
+        new_values, out = self.jaxpr_call(read_state_values(sig.states), *args, **kwargs)
+        write_state_values(sig.write_states, [v for v, w in zip(new_values, sig.written) if w])
+        return out
+
+    def debug_call(self, state_vals, *args, **kwargs):
+        """Like :meth:`jaxpr_call`, but running the Python function eagerly on the values."""
+        sig = self._cached(args, kwargs, True)
+        for s, v in zip(sig.states, state_vals):
+            s.restore_value(v)
+        out = self.fun(*args, **kwargs)
+        return tuple(s.value if (w or not self.return_only_write) else None
+                     for s, w in zip(sig.states, sig.written)), out
+
+    def validate_states(self, cache_key: Hashable) -> bool:
+        """Whether every state of the trace under ``cache_key`` is still usable."""
+        sig = self._api_cache().get(cache_key)
+        if sig is None:
+            raise ValueError(f"{self.name}: no trace under {cache_key!r}.")
+        for s in sig.states:
+            s.value  # noqa: B018 - raises ExpiredStateError for a dead trace's state
+        return True

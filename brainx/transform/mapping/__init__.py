@@ -1,0 +1,1 @@
+"""Vectorising stateful functions: vmap, map, and vmapped state creation."""

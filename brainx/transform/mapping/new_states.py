@@ -1,0 +1,137 @@
+"""`vmap_new_states`: run a function once per lane and keep the states it creates, batched.
+
+The typical use is initialising a batch of models: each lane builds its own
+states (drawing its own random numbers), and afterwards each new state holds
+the stacked values of all lanes.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Hashable, Optional
+
+import jax
+import numpy as np
+
+from brainx.errors import BatchAxisError
+from brainx.lanes import is_batched_along
+from brainx.state.state import State
+from brainx.state.trace import _THREAD, catch_new_states
+from brainx.transform.mapping.vmap import VmappedFunction
+
+__all__ = ["vmap_new_states"]
+
+_ARRAY_TYPES = (jax.Array, np.ndarray, np.generic, int, float, complex)
+
+
+def _exclusion(state_to_exclude: Any) -> Callable[[State], bool]:
+    if state_to_exclude is None:
+        return lambda s: False
+    if isinstance(state_to_exclude, type) or (
+            isinstance(state_to_exclude, tuple)
+            and all(isinstance(t, type) for t in state_to_exclude)):
+        return lambda s: isinstance(s, state_to_exclude)
+    if callable(state_to_exclude):
+        return state_to_exclude
+    raise TypeError("vmap_new_states: state_to_exclude must be a State class, a tuple of "
+                    f"classes or a predicate state -> bool; got {state_to_exclude!r}.")
+
+
+def vmap_new_states(fun: Optional[Callable] = None, *, in_axes: Any = 0, out_axes: Any = 0,
+                    axis_name: Optional[Hashable] = None, axis_size: Optional[int] = None,
+                    spmd_axis_name: Any = None, state_tag: Optional[str] = None,
+                    state_to_exclude: Any = None, in_states: Any = None,
+                    out_states: Any = None) -> Any:
+    """Vectorise ``fun`` and keep the states it creates, batched along axis 0.
+
+    ``fun`` runs as under :func:`vmap` (same arguments, same rules for the
+    states that already exist; an undeclared random generator gives each
+    lane its own key). Every state it creates then holds the values of all
+    lanes stacked along a new leading axis. States matching
+    ``state_to_exclude`` (a State class, a tuple of classes or a predicate)
+    are created once, unbatched: their value must be the same in every lane.
+
+    Parameters
+    ----------
+    fun : callable, optional
+        Without it, ``vmap_new_states(**options)`` returns a decorator.
+    in_axes, out_axes, axis_name, axis_size, spmd_axis_name, in_states, out_states
+        As in :func:`vmap`.
+    state_tag : str, optional
+        Passed to the :func:`~brainx.catch_new_states` that collects the new states.
+    state_to_exclude : optional
+        New states to leave unbatched.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> brainx.random.seed(0)
+    >>> def init():
+    ...     return brainx.ParamState(brainx.random.normal(size=3))
+    >>> w = brainx.transform.vmap_new_states(init, axis_size=5)()
+    >>> w.value.shape, bool(w.value[0, 0] != w.value[1, 0])
+    ((5, 3), True)
+    """
+    options = dict(in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
+                   axis_size=axis_size, spmd_axis_name=spmd_axis_name, state_tag=state_tag,
+                   state_to_exclude=state_to_exclude, in_states=in_states, out_states=out_states)
+    if fun is None:
+        return lambda f: vmap_new_states(f, **options)
+    excluded = _exclusion(state_to_exclude)
+    if out_axes is not None and not isinstance(out_axes, int):
+        raise TypeError(f"vmap_new_states: out_axes must be an int or None (it applies to every "
+                        f"array in the output), got {out_axes!r}.")
+    created: list = []  # the states of the last trace (earlier traces' states are discarded)
+    output: list = []  # [treedef, leaves, is_array] of the last trace's output
+    name = f"vmap_new_states({getattr(fun, '__name__', 'fun')})"
+
+    def lane(*args, **kwargs):
+        with catch_new_states(state_tag) as catcher:
+            out = fun(*args, **kwargs)
+        created[:] = catcher.get_states()
+        # Arrays in the output are batched; other objects (a model, its states) are
+        # returned as built by this (the last) trace.
+        leaves, treedef = jax.tree.flatten(out, is_leaf=lambda x: isinstance(x, State))
+        arrays = [isinstance(leaf, _ARRAY_TYPES) for leaf in leaves]
+        output[:] = [treedef, leaves, arrays]
+        shared = [s for s in created if excluded(s)]
+        return ([leaf for leaf, a in zip(leaves, arrays) if a],
+                [s._value for s in created if not excluded(s)], [s._value for s in shared])
+
+    def check_shared(out, trace):
+        bad = [s for s, v in zip([s for s in created if excluded(s)], out[2])
+               if is_batched_along(v, trace)]
+        if bad:
+            raise BatchAxisError(
+                f"{name}: {', '.join(map(repr, bad))} is excluded from batching but was given a "
+                "different value in each lane. No state was changed.")
+
+    mapped = VmappedFunction(lane, in_axes=in_axes, out_axes=(out_axes, 0, None),
+                             axis_name=axis_name, axis_size=axis_size,
+                             spmd_axis_name=spmd_axis_name, in_states=in_states,
+                             out_states=out_states, check_output=check_shared)
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        # Only the states of the final trace survive: hide the discovery's from outer catchers.
+        outer_catchers = list(_THREAD.catchers)
+        _THREAD.catchers.clear()
+        try:
+            out_arrays, batched, shared = mapped(*args, **kwargs)
+        finally:
+            _THREAD.catchers[:] = outer_catchers
+        kept = [s for s in created if not excluded(s)] + [s for s in created if excluded(s)]
+        for s, v in zip(kept, list(batched) + list(shared)):
+            s._value = v
+        for s in kept:
+            for catcher in outer_catchers:
+                catcher.append(s)
+        if _THREAD.frames:  # created inside an enclosing transform: expire with its trace
+            for s in kept:
+                _THREAD.frames[-1].record_created(s)
+        treedef, leaves, arrays = output
+        batched_leaves = iter(out_arrays)
+        return jax.tree.unflatten(treedef, [next(batched_leaves) if a else leaf
+                                            for leaf, a in zip(leaves, arrays)])
+
+    return vmapped

@@ -1,0 +1,1 @@
+"""Rematerialisation: checkpoint/remat, residual reports, checkpointed loops and their strategies."""

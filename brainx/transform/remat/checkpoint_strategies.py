@@ -1,0 +1,301 @@
+"""How a checkpointed loop trades memory for recomputation: the strategy objects.
+
+A strategy says which carries a loop keeps for its reverse pass and how it
+recomputes the rest. Every strategy gives the same outputs, final states and
+gradients; they differ in memory, time and which JAX transforms they support:
+
+==================  ===================================  =========================  ============
+strategy            keeps                                recomputes each step       transforms
+==================  ===================================  =========================  ============
+``PerStepRemat``    every step's carry                   once (``jax.checkpoint``)  all
+``NestedRemat``     one carry per segment, per level     once per level             all
+``Nested``          one carry per segment, per level,    once per level             reverse mode
+                    one innermost segment's residuals
+``Binomial``        a fixed number of carries            O(log T) times, +1         reverse mode
+==================  ===================================  =========================  ============
+
+``Nested`` and ``Binomial`` write their own reverse pass (a ``jax.custom_vjp``)
+that threads one gradient accumulator through every level, so a
+differentiated loop constant (a weight matrix) costs one buffer, not one per
+level; ``NestedRemat`` builds the same segments from ``jax.checkpoint`` and
+nested ``lax.scan``, which JAX differentiates in any mode (forward mode,
+higher order) at the price of one accumulator per level.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence, Tuple, Union
+
+__all__ = ["CheckpointStrategy", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
+           "as_strategy", "segment_sizes", "SegmentPlan"]
+
+
+class CheckpointStrategy:
+    """Base class of the loop checkpointing strategies."""
+
+    #: the strategy runs its own reverse pass (``jax.custom_vjp``)
+    custom_vjp: bool = False
+
+    def scan(self, body: Callable, consts, init, xs, length: int, *, reverse: bool,
+             unroll: int, monitor: Optional[Callable] = None):
+        """``(final_carry, ys)`` of ``body(consts, carry, x) -> (carry, y)`` over ``length`` steps.
+
+        ``monitor(steps_done, carry, y)``, if given, is called in the traced
+        loop after each step of the forward pass (a progress bar).
+        """
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class PerStepRemat(CheckpointStrategy):
+    """``jax.checkpoint`` on every step: keep each step's carry, recompute the step's insides.
+
+    Memory grows with the number of steps (one carry per step); time is about
+    one extra forward pass. Works under every JAX transform.
+
+    Parameters
+    ----------
+    policy : callable, optional
+        A ``jax.checkpoint_policies`` policy naming intermediate values that
+        may be kept instead of recomputed.
+    prevent_cse : bool
+        Passed to ``jax.checkpoint``; ``False`` (the default) is safe inside a loop.
+    """
+
+    policy: Optional[Callable] = None
+    prevent_cse: bool = False
+
+    def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
+        from brainx.transform.remat.remat_loops import remat_scan
+        return remat_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
+                          policy=self.policy, prevent_cse=self.prevent_cse, monitor=monitor)
+
+
+@dataclass(frozen=True)
+class _Segmented(CheckpointStrategy):
+    levels: int = 2
+    segments: Union[None, int, Tuple[int, ...]] = None
+    base: Optional[int] = None
+    policy: Optional[Callable] = None
+
+    def __post_init__(self):
+        if self.segments is not None:
+            segs = (self.segments,) if isinstance(self.segments, int) else tuple(self.segments)
+            if not segs or any(not isinstance(s, int) or s < 1 for s in segs):
+                raise ValueError(f"{type(self).__name__}: segments must be positive ints, got "
+                                 f"{self.segments!r}.")
+            object.__setattr__(self, "segments", segs)
+        if not isinstance(self.levels, int) or self.levels < 1:
+            raise ValueError(f"{type(self).__name__}: levels must be an int >= 1, got "
+                             f"{self.levels!r}.")
+        if self.base is not None and (not isinstance(self.base, int) or self.base < 2):
+            raise ValueError(f"{type(self).__name__}: base must be an int >= 2, got {self.base!r}.")
+
+    def plan(self, length: int) -> "SegmentPlan":
+        if self.segments is None and self.base is None:
+            return SegmentPlan.balanced(length, self.levels)
+        return SegmentPlan.build(length, segment_sizes(length, self.levels, self.segments,
+                                                       self.base))
+
+
+@dataclass(frozen=True)
+class NestedRemat(_Segmented):
+    """Nested segments built from ``jax.checkpoint`` and ``lax.scan``.
+
+    The loop is cut into segments (and each segment into sub-segments, for
+    ``levels`` > 2); only the carries at segment starts are kept, and each
+    level recomputes its segment on the way back. Works under every JAX
+    transform (forward mode and higher order included), but JAX gives each
+    level its own accumulator for the gradient of a differentiated loop
+    constant; :class:`Nested` avoids that. A progress bar also moves while
+    segments are recomputed on the backward pass.
+
+    Parameters
+    ----------
+    levels : int
+        Number of levels; segment lengths are about ``length ** (k / levels)``.
+    segments : int or tuple of int, optional
+        Explicit segment lengths, outermost first (overrides ``levels``).
+    base : int, optional
+        brainstate's ``base``: segments of ``base ** k`` steps, as many levels as needed.
+    policy : callable, optional
+        A ``jax.checkpoint_policies`` policy for the innermost step.
+    """
+
+    def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
+        from brainx.transform.remat.remat_loops import nested_remat_scan
+        return nested_remat_scan(body, consts, init, xs, self.plan(length), reverse=reverse,
+                                 unroll=unroll, policy=self.policy, monitor=monitor)
+
+
+@dataclass(frozen=True)
+class Nested(_Segmented):
+    """Nested segments with a hand-written reverse pass (the default strategy).
+
+    Like :class:`NestedRemat` (same parameters), but the reverse pass is a
+    ``jax.custom_vjp``: it walks the segments backwards, recomputes each
+    innermost segment's carries and applies each step's VJP, threading one
+    gradient accumulator through all levels. Memory: the segment-start
+    carries of every level plus one innermost segment's carries. Time: one
+    forward pass per level plus one step VJP per step. Reverse mode only
+    (``jax.grad``, ``jax.vjp``, ``brainx.transform.grad``, grad of grad);
+    use :class:`NestedRemat` for forward mode.
+
+    ``policy`` (a ``jax.checkpoint_policies`` policy) limits the residuals
+    the innermost segment keeps: ``nothing_saveable`` keeps only each step's
+    inputs and recomputes the step once more on the way back.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from brainx.transform import Nested, checkpointed_scan
+    >>> step = lambda c, x: (jnp.sin(c) + x, c)
+    >>> loss = lambda a, k: checkpointed_scan(step, a, jnp.ones(97), checkpoint=k)[1].sum()
+    >>> g = jax.grad(loss)(0.5, Nested(levels=3))
+    >>> bool(jnp.allclose(g, jax.grad(loss)(0.5, "per_step_remat")))
+    True
+    """
+
+    custom_vjp = True
+
+    def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
+        from brainx.transform.remat.reverse_loops import vjp_scan
+        return vjp_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
+                        schedule=self, monitor=monitor)
+
+
+@dataclass(frozen=True)
+class Binomial(CheckpointStrategy):
+    """Binomial (treeverse / revolve) checkpointing with a fixed number of snapshots.
+
+    The reverse pass keeps at most ``snapshots`` carries and places them by
+    the binomial rule, which reverses ``binom(s + r + 1, r)`` steps with each
+    step recomputed at most ``r`` times. It needs no length in advance, so it
+    also reverses :func:`checkpointed_while_loop`. Reverse mode only, first
+    order (its reverse pass is a ``while_loop``).
+
+    Parameters
+    ----------
+    snapshots : int
+        Carries kept besides the initial one.
+    """
+
+    snapshots: int = 32
+    custom_vjp = True
+
+    def __post_init__(self):
+        if not isinstance(self.snapshots, int) or self.snapshots < 1:
+            raise ValueError(f"Binomial: snapshots must be an int >= 1, got {self.snapshots!r}.")
+
+    def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
+        from brainx.transform.remat.reverse_loops import vjp_scan
+        return vjp_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
+                        schedule=self, monitor=monitor)
+
+
+_NAMES = {"per_step_remat": PerStepRemat, "remat": PerStepRemat, "nested": Nested,
+          "nested_remat": NestedRemat, "binomial": Binomial}
+
+
+def as_strategy(spec, base: Optional[int] = None) -> CheckpointStrategy:
+    """A strategy object from ``None`` (the default), a name, or a strategy.
+
+    ``base`` (brainstate's keyword) selects ``Nested(base=base)`` when no
+    strategy is named.
+    """
+    if spec is None:
+        return Nested(base=base) if base is not None else Nested()
+    if isinstance(spec, CheckpointStrategy):
+        if base is not None:
+            raise ValueError("Pass either base= or a checkpoint strategy, not both; use "
+                             f"{type(spec).__name__}(base={base}) instead.")
+        return spec
+    if isinstance(spec, str) and spec in _NAMES:
+        cls = _NAMES[spec]
+        if base is not None:
+            if cls not in (Nested, NestedRemat):
+                raise ValueError(f"base= applies to 'nested' and 'nested_remat', not {spec!r}.")
+            return cls(base=base)
+        return cls()
+    raise ValueError(f"Unknown checkpoint strategy {spec!r}: use one of {sorted(_NAMES)} or an "
+                     "instance of PerStepRemat, Nested, NestedRemat or Binomial.")
+
+
+def segment_sizes(length: int, levels: int = 2, segments: Optional[Sequence[int]] = None,
+                  base: Optional[int] = None) -> Tuple[int, ...]:
+    """Segment lengths, outermost first, for a loop of ``length`` steps.
+
+    >>> segment_sizes(1000), segment_sizes(1000, levels=3), segment_sizes(1000, base=16)
+    ((32,), (100, 10), (256, 16))
+    """
+    if segments is not None:
+        sizes = sorted(set(int(s) for s in segments), reverse=True)
+    elif base is not None:
+        n = max(1, math.ceil(math.log(max(length, 1), base) - 1e-9))
+        sizes = [base ** k for k in range(n - 1, 0, -1)]
+    else:
+        sizes = [math.ceil(length ** (k / levels) - 1e-9) for k in range(levels - 1, 0, -1)]
+    return tuple(s for s in sizes if 1 <= s < length)
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    """A loop of ``length`` steps cut into ``count`` segments of ``stride`` steps and a tail.
+
+    A leaf (``stride == 0``) keeps all its carries. ``child`` plans one
+    segment; ``tail`` plans the ``length - count * stride`` last steps.
+    """
+
+    length: int
+    stride: int = 0
+    count: int = 0
+    child: Optional["SegmentPlan"] = None
+    tail: Optional["SegmentPlan"] = None
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.stride == 0
+
+    @property
+    def slots(self) -> int:
+        """How many segment-start carries this level keeps."""
+        return self.count + (self.tail is not None)
+
+    @staticmethod
+    def build(length: int, sizes: Sequence[int]) -> "SegmentPlan":
+        sizes = [s for s in sizes if s < length]
+        if not sizes:
+            return SegmentPlan(length)
+        stride, rest = sizes[0], sizes[1:]
+        count, left = divmod(length, stride)
+        tail = SegmentPlan.build(left, rest) if left else None
+        return SegmentPlan(length, stride, count, SegmentPlan.build(stride, rest), tail)
+
+    @staticmethod
+    def balanced(length: int, levels: int) -> "SegmentPlan":
+        """``levels`` levels of about ``length ** (1 / levels)`` segments each.
+
+        A segment length that divides ``length`` is preferred when one is
+        within a factor 1.5 of the ideal: no tail segment, whose reverse
+        pass is a separate loop (with its own accumulators under ``NestedRemat``).
+        """
+        if levels <= 1 or length <= 2:
+            return SegmentPlan(length)
+        ideal = length ** ((levels - 1) / levels)
+        near = [d for d in range(max(2, math.floor(ideal / 1.5)), min(length - 1,
+                                                                     math.ceil(ideal * 1.5)) + 1)
+                if length % d == 0]
+        stride = (min(near, key=lambda d: abs(math.log(d / ideal))) if near
+                  else min(length - 1, math.ceil(ideal - 1e-9)))
+        count, left = divmod(length, stride)
+        tail = SegmentPlan.balanced(left, levels - 1) if left else None
+        return SegmentPlan(length, stride, count, SegmentPlan.balanced(stride, levels - 1), tail)
+
+    def peak_carries(self) -> int:
+        """Carries alive at once on the reverse pass (segment starts of each level + a leaf)."""
+        if self.is_leaf:
+            return self.length
+        inner = max(self.child.peak_carries(), self.tail.peak_carries() if self.tail else 0)
+        return self.slots + inner

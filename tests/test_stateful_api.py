@@ -1,0 +1,76 @@
+"""brainstate's `StatefulFunction` methods, checked against the function run eagerly."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import brainx
+from brainx import transform
+
+
+def make():
+    w = brainx.ParamState(jnp.array([1.0, 2.0]), name="w")
+    h = brainx.HiddenState(jnp.zeros(2), name="h")
+
+    def step(x, scale=1.0):
+        h.value = h.value * 0.5 + w.value * x * scale
+        return h.value.sum()
+
+    return w, h, step
+
+
+def test_make_jaxpr_caches_and_reports_states():
+    w, h, step = make()
+    sf = transform.StatefulFunction(step, static_argnames="scale")
+    assert sf.make_jaxpr(jnp.ones(2)) is sf
+    sf.make_jaxpr(jnp.ones(2))
+    stats = sf.get_cache_stats()["compilation_cache"]
+    assert stats["size"] == 1 and stats["hits"] == 1 and stats["misses"] == 1
+    assert sf.get_states(jnp.ones(2)) == (h, w)
+    assert sf.get_read_states(jnp.ones(2)) == (w,)
+    assert sf.get_write_states(jnp.ones(2)) == (h,)
+    trace = sf.get_state_trace(jnp.ones(2))
+    assert trace.get_write_states() == (h,) and trace.get_read_states() == (w,)
+    key = sf.get_arg_cache_key(jnp.ones(2))
+    assert sf.validate_states(key)
+    with pytest.raises(ValueError, match="no trace"):
+        sf.get_states(jnp.ones(3), compile_if_miss=False)
+
+
+def test_jaxpr_call_matches_the_eager_function():
+    w, h, step = make()
+    sf = transform.StatefulFunction(step)
+    x = jnp.array([3.0, 4.0])
+    new_states, out = sf.jaxpr_call([jnp.ones(2), w.value], x)
+    assert new_states[1] is None                           # w is not written
+    np.testing.assert_allclose(new_states[0], 0.5 + w.value * x)
+    np.testing.assert_allclose(out, (0.5 + w.value * x).sum())
+    assert float(h.value.sum()) == 0.0                     # jaxpr_call changes no state
+    out = sf.jaxpr_call_auto(x)
+    np.testing.assert_allclose(h.value, w.value * x)
+    np.testing.assert_allclose(out, (w.value * x).sum())
+    all_states = transform.StatefulFunction(step, return_only_write=False)
+    new_states, _ = all_states.jaxpr_call([jnp.zeros(2), w.value], x)
+    np.testing.assert_allclose(new_states[1], w.value)
+
+
+def test_get_jaxpr_and_out_shapes_in_brainstate_layout():
+    w, h, step = make()
+    sf = transform.StatefulFunction(step)
+    x = jnp.ones(2)
+    jaxpr = sf.get_jaxpr(x)
+    # inputs: x, then the values of (h, w); outputs: the sum, then h's new value
+    assert len(jaxpr.in_avals) == 3 and len(jaxpr.out_avals) == 2
+    outs = jax.core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, x, jnp.ones(2), w.value)
+    np.testing.assert_allclose(outs[1], 0.5 + w.value)
+    out_shapes, state_shapes = sf.get_out_shapes(x)
+    assert out_shapes.shape == () and state_shapes[0].shape == (2,) and state_shapes[1] is None
+    assert sf.get_out_treedef(x).num_leaves == 2
+
+
+def test_debug_call_runs_python():
+    w, h, step = make()
+    sf = transform.StatefulFunction(step)
+    states, out = sf.debug_call([jnp.ones(2), w.value], jnp.ones(2))
+    np.testing.assert_allclose(states[0], 0.5 + w.value)
