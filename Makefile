@@ -24,6 +24,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/dispatch.py
+	$(PY) benchmarks/compile_time.py
 	$(PY) benchmarks/remat_memory.py
 
 clean:
