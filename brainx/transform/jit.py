@@ -117,10 +117,15 @@ class JittedFunction:
             if e.owner is not None and e.owner is not self.stateful:
                 raise
             return self._call(key, dyn_args, dyn_kwargs, traced=True)
-        for v in new_values:
-            if type(v) is not CONCRETE_ARRAY:  # a pytree value, or a raw JAX transform traces us
+        if entry.plain:
+            if new_values and type(new_values[0]) is not CONCRETE_ARRAY:  # a raw transform traces us
                 write_state_values(entry.write_states, new_values)
                 return out
+        else:
+            for v in new_values:
+                if type(v) is not CONCRETE_ARRAY:  # a pytree value, or a raw transform traces us
+                    write_state_values(entry.write_states, new_values)
+                    return out
         for r, v in zip(entry.write_refs, new_values):
             r()._value = v
         return out

@@ -50,7 +50,7 @@ class JitEntry:
     """
 
     __slots__ = ("plans", "index", "write_pos", "refs", "write_refs", "n_written", "jitted",
-                 "epoch", "static", "stateful", "shared", "__weakref__")
+                 "epoch", "static", "stateful", "shared", "plain", "__weakref__")
 
     def __init__(self, owner: Any, sigs: Sequence[StateSignature],
                  previous: Optional["JitEntry"] = None, jitted: Optional[Callable] = None):
@@ -110,6 +110,11 @@ class JitEntry:
         """Keep one more trace (see :meth:`fits`)."""
         self.plans.append((sig.trace, tuple(self.index[id(s)] for s in sig.states),
                            tuple(self.write_pos[id(s)] for s in sig.write_states)))
+        # Every written value is one array: then the outputs of a call are all concrete
+        # or (under a raw JAX transform) all tracers, and the first one tells which.
+        # (jax.jit returns concrete arrays as ArrayImpl, so only pytree values differ.)
+        self.plain = all(spec.treedef.num_nodes == 1 and not spec.wrap
+                         for trace, _, _ in self.plans for spec in trace.written_specs)
         self.static = any(has_static_leaves(r()._value) for r in self.refs
                           if not isinstance(r()._value, jax.Array))
 
