@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(PY) examples/snn_bptt.py
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	PYTHONUNBUFFERED=1 $(PY) -m pytest --durations=10
 
 bench: $(STAMP)
 	$(PY) benchmarks/dispatch.py
