@@ -24,7 +24,7 @@ from brainx.graph.treefy import TreefyState
 from brainx.nn.module import MAX_DEPTH, Module, walk_tree
 from brainx.state.state import State
 from brainx.util.filter import Filter
-from brainx.util.mappings import FlattedDict, NestedDict, partition
+from brainx.util.mappings import FlattedDict, NestedDict, select
 from brainx.util.path import DottedPath
 
 __all__ = [
@@ -34,11 +34,7 @@ __all__ = [
 
 
 def _collect(found, filters: Tuple[Filter, ...]):
-    items = [(DottedPath(p), x) for p, x in found]
-    if not filters:
-        return FlattedDict(items)
-    groups = [FlattedDict(g) for g in partition(items, filters)[:-1]]
-    return groups[0] if len(groups) == 1 else tuple(groups)
+    return select([(DottedPath(p), x) for p, x in found], filters)
 
 
 def states(node: Any, *filters: Filter,

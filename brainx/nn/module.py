@@ -19,7 +19,7 @@ from brainx.nn.describe import ParamDescriber
 from brainx.nn.init import to_size
 from brainx.state.state import State, structure_changed
 from brainx.util.filter import Filter, to_predicate
-from brainx.util.mappings import FlattedDict, partition
+from brainx.util.mappings import FlattedDict, select
 from brainx.util.path import DottedPath
 
 __all__ = ["Module", "iter_tree", "walk_tree", "to_predicate"]
@@ -188,12 +188,8 @@ class Module:
 
 
 def _collect(found, kind: type, filters: Sequence[Filter]):
-    """The ``kind`` objects of ``found`` in a FlattedDict, or one per filter (each to its first match)."""
-    items = [(DottedPath(p), x) for p, x in found if isinstance(x, kind)]
-    if not filters:
-        return FlattedDict(items)
-    groups = [FlattedDict(g) for g in partition(items, tuple(filters))[:-1]]
-    return groups[0] if len(groups) == 1 else tuple(groups)
+    """The ``kind`` objects of ``found``, keyed by DottedPath, selected by ``filters``."""
+    return select([(DottedPath(p), x) for p, x in found if isinstance(x, kind)], tuple(filters))
 
 
 def _children(obj: Any) -> Iterator[Tuple[Any, Any]]:

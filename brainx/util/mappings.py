@@ -26,7 +26,7 @@ from brainx.state.state import State
 from brainx.util.filter import Filter, to_predicate
 from brainx.util.path import DottedPath
 
-__all__ = ["FlattedDict", "NestedDict", "flat_mapping", "nest_mapping", "partition"]
+__all__ = ["FlattedDict", "NestedDict", "flat_mapping", "nest_mapping", "partition", "select"]
 
 
 def _path(key: Any) -> Any:
@@ -57,6 +57,19 @@ def partition(items: Iterable[Tuple[Any, Any]], filters: Tuple[Filter, ...]):
         else:
             groups[-1].append((path, value))
     return groups
+
+
+def select(items: Iterable[Tuple[Any, Any]], filters: Tuple[Filter, ...]
+           ) -> Union["FlattedDict", Tuple["FlattedDict", ...]]:
+    """``items`` (``(path, x)`` pairs) in a FlattedDict; with filters, one per filter.
+
+    What ``states(*filters)`` returns: no filter, every item; one, the items
+    it matches; several, a tuple, each item in the first that matches it.
+    """
+    if not filters:
+        return FlattedDict(items)
+    groups = tuple(FlattedDict(g) for g in partition(items, tuple(filters))[:-1])
+    return groups[0] if len(groups) == 1 else groups
 
 
 def _exhaustive(groups, what: str):
