@@ -225,10 +225,12 @@ def reset() -> None:
     Examples
     --------
     >>> from brainx import environ
+    >>> saved = environ.all()
     >>> environ.set(gain=2.0)
     >>> environ.reset()
     >>> environ.get("gain", None) is None, environ.get_precision()
     (True, 32)
+    >>> environ.set(**saved)   # put back what was set before
     """
     with _LOCK:
         _SETTINGS.clear()
