@@ -133,3 +133,147 @@ def test_dt_is_read_at_trace_time_by_jit():
     with environ.context(dt=0.5 * u.ms):
         step()
     assert float(h.value) == 0.5
+
+
+# -- brainstate's environ API: reset, pop, all, precision, dtypes, platform, behaviours ----------
+import os
+import subprocess
+import sys
+
+import jax.numpy as jnp
+
+
+def test_reset_forgets_settings_and_behaviors():
+    environ.set(gain=1.5, precision=64)
+    environ.register_default_behavior("gain", lambda v: None)
+    assert jax.config.jax_enable_x64
+    environ.reset()
+    assert environ.get("gain", None) is None
+    assert environ.list_registered_behaviors() == []
+    assert environ.all() == {"precision": 32}
+    assert environ.get_precision() == 32 and not jax.config.jax_enable_x64
+
+
+def test_pop_and_all():
+    environ.reset()
+    environ.set(a=1, b=2)
+    assert environ.all() == {"precision": 32, "a": 1, "b": 2}
+    assert environ.pop("a") == 1
+    assert environ.get("a", "gone") == "gone"
+    assert environ.pop("a", None) is None
+    with pytest.raises(KeyError, match="cannot be popped"):
+        environ.pop("a")
+    with environ.context(b=3) as env:
+        assert env == {"precision": 32, "b": 3}
+        with pytest.raises(ValueError, match="open environ.context"):
+            environ.pop("b")
+    assert environ.pop("b") == 2
+
+
+@pytest.mark.parametrize("precision, f, i, ui, c, tol", [
+    (64, np.float64, np.int64, np.uint64, np.complex128, (1e-12, np.float64)),
+    ("32", np.float32, np.int32, np.uint32, np.complex64, (1e-5, np.float32)),
+    (16, np.float16, np.int16, np.uint16, np.complex64, (1e-2, np.float16)),
+    ("bf16", jnp.bfloat16, np.int16, np.uint16, np.complex64, (1e-2, np.float16)),
+    (8, jnp.float8_e5m2, np.int8, np.uint8, np.complex64, (1e-2, np.float16)),
+])
+def test_precision_sets_every_default_dtype(precision, f, i, ui, c, tol):
+    environ.set_precision(precision)
+    assert environ.get("precision") == (int(precision) if precision != "bf16" else "bf16")
+    assert environ.get_precision() == {"32": 32, "bf16": 16}.get(precision, precision)
+    assert (environ.dftype(), environ.ditype(), environ.dutype(), environ.dctype()) == (f, i, ui, c)
+    got = environ.tolerance()
+    assert got.dtype == tol[1] and got == np.asarray(tol[0], tol[1])
+    assert jax.config.jax_enable_x64 == (precision == 64)
+    with pytest.raises(ValueError, match="precision must be one of"):
+        environ.set_precision(128)
+    assert environ.get_precision() == {"32": 32, "bf16": 16}.get(precision, precision)
+
+
+def test_conventional_keys():
+    assert (environ.I, environ.T, environ.DT, environ.FIT) == ("i", "t", "dt", "fit")
+    assert (environ.PRECISION, environ.PLATFORM, environ.HOST_DEVICE_COUNT) == (
+        "precision", "platform", "host_device_count")
+    with environ.context(**{environ.FIT: True, environ.T: 2.0 * u.ms, environ.I: 7}):
+        assert environ.get(environ.FIT) is True
+        assert environ.get("t") == 2.0 * u.ms and environ.get("i") == 7
+    assert environ.get(environ.FIT, False) is False
+
+
+def test_behaviors_unregister_and_list():
+    calls = []
+    environ.register_default_behavior("lr", calls.append)
+    environ.register_default_behavior("lr", lambda v: calls.append(-v), replace_if_exist=True)
+    assert "lr" in environ.list_registered_behaviors()
+    environ.set(lr=2)
+    assert environ.unregister_default_behavior("lr") is True
+    assert environ.unregister_default_behavior("lr") is False
+    environ.set(lr=3)
+    assert calls == [-2] and "lr" not in environ.list_registered_behaviors()
+    with pytest.raises(TypeError, match="callable"):
+        environ.register_default_behavior("lr", 3)
+
+
+def test_platform_is_jax_backend_and_cannot_change_once_started():
+    jnp.zeros(1).block_until_ready()   # backends are running now
+    platform = jax.default_backend()
+    assert environ.get_platform() == platform == environ.get(environ.PLATFORM)
+    environ.set_platform(platform)      # the current one: accepted
+    other = "tpu" if platform != "tpu" else "cpu"
+    with pytest.raises(RuntimeError, match="already started its backends"):
+        environ.set_platform(other)
+    with pytest.raises(RuntimeError, match="already started its backends"):
+        environ.set(platform=other)
+    with pytest.raises(ValueError, match="platform must be one of"):
+        environ.set_platform("quantum")
+    with pytest.raises(ValueError, match="cannot be set in a context"):
+        with environ.context(platform="cpu"):
+            pass
+    assert environ.get_platform() == platform
+
+
+def test_host_device_count_refused_once_backends_started():
+    jnp.zeros(1).block_until_ready()
+    n = environ.get_host_device_count()
+    assert n == len(jax.devices("cpu")) == environ.get(environ.HOST_DEVICE_COUNT)
+    flags = os.environ.get("XLA_FLAGS")
+    environ.set_host_device_count(n)    # unchanged: accepted
+    with pytest.raises(RuntimeError, match=f"with {n} CPU device"):
+        environ.set_host_device_count(n + 1)
+    with pytest.raises(RuntimeError, match="before any JAX work"):
+        environ.set(host_device_count=n + 2)
+    assert os.environ.get("XLA_FLAGS") == flags and environ.get_host_device_count() == n
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="positive integer"):
+            environ.set_host_device_count(bad)
+    with pytest.raises(ValueError, match="cannot be set in a context"):
+        with environ.context(host_device_count=2):
+            pass
+
+
+_FRESH = """
+from jax._src import xla_bridge
+import brainx
+from brainx import environ
+assert not xla_bridge.backends_are_initialized(), "import started a backend"
+environ.set_host_device_count(3)
+environ.set_platform("cpu")
+assert environ.get_platform() == "cpu" and environ.get_host_device_count() == 3
+assert not xla_bridge.backends_are_initialized(), "a setter started a backend"
+import jax
+assert len(jax.devices()) == 3, jax.devices()
+try:
+    environ.set_host_device_count(2)
+except RuntimeError as e:
+    print("refused:", e)
+print("devices", len(jax.devices()), "XLA_FLAGS", __import__("os").environ["XLA_FLAGS"])
+"""
+
+
+def test_platform_and_device_count_in_a_fresh_process():
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
+    out = subprocess.run([sys.executable, "-c", _FRESH], capture_output=True, text=True,
+                         env=env, timeout=120, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert out.returncode == 0, out.stderr
+    assert "refused: Cannot set the host device count to 2" in out.stdout
+    assert "devices 3 XLA_FLAGS --xla_force_host_platform_device_count=3" in out.stdout

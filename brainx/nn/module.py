@@ -2,25 +2,30 @@
 
 A module keeps its states and submodules as ordinary attributes, directly or
 inside lists, tuples and dicts. :meth:`Module.states` walks that tree and
-returns the states keyed by dotted paths (``"layer1.lif.V"``, ``"blocks.0.w"``,
-``"heads.left.bias"``), in attribute-definition order, each state once (under
-the first path that reaches it).
+returns the states in a :class:`~brainx.util.FlattedDict`, in
+attribute-definition order, each state once (under the first path that
+reaches it). Its keys are path tuples, as in brainstate
+(``("blocks", 0, "w")``: attribute names, list indices, dict keys), that
+print and compare as dotted strings (``"blocks.0.w"``); index it by either.
 """
 
 from __future__ import annotations
 
-import fnmatch
-from types import EllipsisType
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Iterator, Optional, Sequence, Tuple
+
+import numpy as np
 
 from brainx.nn.describe import ParamDescriber
 from brainx.nn.init import to_size
 from brainx.state.state import State, structure_changed
+from brainx.util.filter import Filter, to_predicate
+from brainx.util.mappings import FlattedDict, select
+from brainx.util.path import DottedPath
 
-__all__ = ["Module", "iter_tree", "to_predicate"]
+__all__ = ["Module", "iter_tree", "walk_tree", "to_predicate"]
 
-Path = Tuple[str, ...]
-Filter = Union[type, str, Callable[[Path, Any], bool], tuple, list, EllipsisType, bool]
+Path = Tuple[Any, ...]
+MAX_DEPTH = int(np.iinfo(np.int32).max)
 
 
 _ABSENT = object()
@@ -137,26 +142,39 @@ class Module:
         """Assign initial values to this module's existing states. Default: nothing."""
 
     # -- collection -------------------------------------------------------------------
-    def states(self, *filters: Filter) -> Dict[str, State] | Tuple[Dict[str, State], ...]:
-        """The states of this module tree, keyed by dotted path.
+    def states(self, *filters: Filter,
+               allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)
+               ) -> FlattedDict | Tuple[FlattedDict, ...]:
+        """The states of this module tree, keyed by path.
 
         Parameters
         ----------
         *filters
-            Each filter is a ``State`` subclass (``ParamState``), a glob on
-            the dotted path (``"*.V"``, ``"layer1.*"``), a predicate
-            ``f(path_tuple, state) -> bool``, ``...`` (everything), or a tuple
-            of these (any of them). No filter: one dict with every state. One
-            filter: the matching states. Several: a tuple of dicts that
-            partitions the states, each going to the first filter it matches
-            (``params, rest = net.states(ParamState, ...)``).
-        """
-        return _collect([(p, x) for p, x in iter_tree(self) if isinstance(x, State)], filters)
+            Each filter is a ``State`` subclass (``ParamState``), a string (a
+            tag, or a glob on the dotted path: ``"*.V"``, ``"layer1.*"``), a
+            predicate ``f(path_tuple, state) -> bool``, ``...`` (everything),
+            a filter of :mod:`brainx.util.filter`, or a tuple of these (any of
+            them). No filter: every state. One filter: the matching states.
+            Several: a tuple of mappings that partitions the states, each going
+            to the first filter it matches (``params, rest = net.states(ParamState, ...)``).
+        allowed_hierarchy : (int, int)
+            Only states held by modules at these depths (this module: 0, its
+            submodules: 1, ...), both ends included.
 
-    def nodes(self, *filters: Filter) -> Dict[str, "Module"] | Tuple[Dict[str, "Module"], ...]:
-        """The submodules (not this one), keyed by dotted path; filters as in :meth:`states`."""
-        return _collect([(p, x) for p, x in iter_tree(self) if isinstance(x, Module) and p],
-                        filters)
+        Returns
+        -------
+        FlattedDict or tuple of FlattedDict
+            Keyed by :class:`~brainx.util.DottedPath`: a path tuple
+            (``("blocks", 0, "w")``) that prints and compares as ``"blocks.0.w"``.
+        """
+        return _collect(walk_tree(self, allowed_hierarchy=allowed_hierarchy), State, filters)
+
+    def nodes(self, *filters: Filter,
+              allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)
+              ) -> FlattedDict | Tuple[FlattedDict, ...]:
+        """The submodules (not this one), keyed by path; filters as in :meth:`states`."""
+        found = ((p, x) for p, x in walk_tree(self, allowed_hierarchy=allowed_hierarchy) if p)
+        return _collect(found, Module, filters)
 
     def __repr__(self) -> str:
         fields = []
@@ -169,77 +187,63 @@ class Module:
         return f"{type(self).__name__}({', '.join(fields)})"
 
 
-def _collect(found: Sequence[Tuple[Path, Any]], filters: Sequence[Filter]):
-    """``{dotted path: obj}``, or one such dict per filter (each object to its first match)."""
-    if not filters:
-        return {".".join(path): obj for path, obj in found}
-    predicates = [to_predicate(f) for f in filters]
-    groups: list = [{} for _ in predicates]
-    for path, obj in found:
-        for group, pred in zip(groups, predicates):
-            if pred(path, obj):
-                group[".".join(path)] = obj
-                break
-    return groups[0] if len(groups) == 1 else tuple(groups)
+def _collect(found, kind: type, filters: Sequence[Filter]):
+    """The ``kind`` objects of ``found``, keyed by DottedPath, selected by ``filters``."""
+    return select([(DottedPath(p), x) for p, x in found if isinstance(x, kind)], tuple(filters))
 
 
-def _children(obj: Any) -> Iterator[Tuple[str, Any]]:
+def _children(obj: Any) -> Iterator[Tuple[Any, Any]]:
     if isinstance(obj, Module):
         yield from vars(obj).items()
     elif isinstance(obj, dict):
-        for k, v in obj.items():
-            yield str(k), v
+        yield from obj.items()
     elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            yield str(i), v
+        yield from enumerate(obj)
 
 
-def iter_tree(root: Any, order: str = "pre") -> Iterator[Tuple[Path, Any]]:
-    """Every module and state reachable from ``root``, each once, with its path.
+def walk_tree(root: Any, order: str = "pre",
+              allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)) -> Iterator[Tuple[Path, Any]]:
+    """Every module and state reachable from ``root``, each once, with its path tuple.
 
-    ``order="pre"`` yields a module before its contents, ``"post"`` after
-    (children initialise before their parent). Containers (list, tuple, dict)
-    are walked but not yielded.
+    A path holds attribute names, list/tuple indices (``int``) and dict keys
+    as they are: ``("blocks", 0, "w")``. ``order="pre"`` yields a module
+    before its contents, ``"post"`` after (children initialise before their
+    parent). Containers (list, tuple, dict) are walked but not yielded.
+    ``allowed_hierarchy=(lo, hi)`` keeps what sits at module depth ``lo`` to
+    ``hi`` (``root`` and its own states: 0, a submodule and its states: 1, ...).
     """
+    if order not in ("pre", "post"):
+        raise ValueError(f"order must be 'pre' or 'post', got {order!r}.")
+    lo, hi = allowed_hierarchy
     seen: set = set()
 
-    def walk(obj: Any, path: Path):
+    def walk(obj: Any, path: Path, depth: int):
         if isinstance(obj, State):
             if id(obj) not in seen:
                 seen.add(id(obj))
-                yield path, obj
+                if lo <= depth:
+                    yield path, obj
             return
         is_module = isinstance(obj, Module)
         if is_module or isinstance(obj, (dict, list, tuple)):
             if id(obj) in seen:
                 return
             seen.add(id(obj))
-            if is_module and order == "pre":
+            if is_module and path:
+                depth += 1
+            if depth > hi:
+                return
+            if is_module and order == "pre" and lo <= depth:
                 yield path, obj
             for name, child in _children(obj):
-                yield from walk(child, path + (name,))
-            if is_module and order == "post":
+                yield from walk(child, path + (name,), depth)
+            if is_module and order == "post" and lo <= depth:
                 yield path, obj
 
-    if order not in ("pre", "post"):
-        raise ValueError(f"order must be 'pre' or 'post', got {order!r}.")
-    yield from walk(root, ())
+    yield from walk(root, (), 0)
 
 
-def to_predicate(f: Filter) -> Callable[[Path, Any], bool]:
-    """A filter (see :meth:`Module.states`) as a predicate ``(path_tuple, obj) -> bool``."""
-    if f is ... or f is True:
-        return lambda path, x: True
-    if f is False or f is None:
-        return lambda path, x: False
-    if isinstance(f, type):
-        return lambda path, x: isinstance(x, f)
-    if isinstance(f, str):
-        return lambda path, x: fnmatch.fnmatchcase(".".join(path), f)
-    if isinstance(f, (tuple, list)):
-        preds = [to_predicate(g) for g in f]
-        return lambda path, x: any(p(path, x) for p in preds)
-    if callable(f):
-        return f
-    raise TypeError(f"Unsupported filter {f!r}: use a State type, a path glob string, a "
-                    "predicate f(path, state), ..., or a tuple of these.")
+def iter_tree(root: Any, order: str = "pre") -> Iterator[Tuple[Tuple[str, ...], Any]]:
+    """As :func:`walk_tree`, with every part of a path as a string (``("blocks", "0", "w")``)."""
+    for path, obj in walk_tree(root, order):
+        yield tuple(map(str, path)), obj

@@ -55,7 +55,7 @@ def count_parameters(module: Module, precision: int = 2, return_table: bool = Fa
     """
     if not isinstance(module, Module):
         raise TypeError(f"count_parameters: expected a brainx.nn.Module, got {module!r}.")
-    rows = [(path, _size(s.value)) for path, s in module.states(ParamState).items()]
+    rows = [(str(path), _size(s.value)) for path, s in module.states(ParamState).items()]
     total = sum(n for _, n in rows)
     cells = [("Module", "Parameters")] + [(p, _human(n, precision)) for p, n in rows]
     cells.append(("Total", _human(total, precision)))

@@ -1,0 +1,404 @@
+"""`FlattedDict` and `NestedDict`: the mappings that states and nodes are collected into.
+
+``Module.states()`` and :func:`brainx.graph.states` return a
+:class:`FlattedDict`: one level, keyed by :class:`~brainx.util.DottedPath`
+(a path tuple that prints and compares as ``"layers.0.weight"``), in the
+order the states were found. :func:`brainx.graph.treefy_states` returns a
+:class:`NestedDict`: the same paths as nested dicts
+(``{"layers": {0: {"weight": ...}}}``). ``to_nest()`` and ``to_flat()`` go
+from one to the other; ``filter`` and ``split`` partition either by filters
+(see :mod:`brainx.util.filter`); ``merge`` and ``|`` join them back.
+
+Both are JAX pytrees whose children are the values (keys are sorted, as for
+a ``dict``), so ``jax.tree.map`` over them keeps the keys, and
+``transform.grad(f, grad_states=net.states(ParamState))`` returns gradients
+in a ``FlattedDict`` keyed like the states.
+"""
+
+from __future__ import annotations
+
+from collections import abc
+from typing import Any, Dict, Iterable, Tuple, Union
+
+import jax
+
+from brainx.state.state import State
+from brainx.util.filter import Filter, to_predicate
+from brainx.util.path import DottedPath
+
+__all__ = ["FlattedDict", "NestedDict", "flat_mapping", "nest_mapping", "partition", "select"]
+
+
+def _path(key: Any) -> Any:
+    if isinstance(key, DottedPath):
+        return key
+    if isinstance(key, (tuple, str)):
+        return DottedPath(key)
+    return DottedPath((key,))
+
+
+def _predicates(filters: Tuple[Filter, ...]):
+    for i, f in enumerate(filters[:-1]):
+        if (f is ... or f is True) and not all(g is ... or g is True for g in filters[i + 1:]):
+            raise ValueError(f"`...` or `True` matches everything, so it can only be the last "
+                             f"filter; got it at position {i} of {filters!r}.")
+    return tuple(map(to_predicate, filters))
+
+
+def partition(items: Iterable[Tuple[Any, Any]], filters: Tuple[Filter, ...]):
+    """One list of ``(path, value)`` per filter, plus the rest; each item goes to its first match."""
+    predicates = _predicates(filters)
+    groups = tuple([] for _ in range(len(predicates) + 1))
+    for path, value in items:
+        for group, predicate in zip(groups, predicates):
+            if predicate(path, value):
+                group.append((path, value))
+                break
+        else:
+            groups[-1].append((path, value))
+    return groups
+
+
+def select(items: Iterable[Tuple[Any, Any]], filters: Tuple[Filter, ...]
+           ) -> Union["FlattedDict", Tuple["FlattedDict", ...]]:
+    """``items`` (``(path, x)`` pairs) in a FlattedDict; with filters, one per filter.
+
+    What ``states(*filters)`` returns: no filter, every item; one, the items
+    it matches; several, a tuple, each item in the first that matches it.
+    """
+    if not filters:
+        return FlattedDict(items)
+    groups = tuple(FlattedDict(g) for g in partition(items, tuple(filters))[:-1])
+    return groups[0] if len(groups) == 1 else groups
+
+
+def _exhaustive(groups, what: str):
+    if groups[-1]:
+        rest = ", ".join(str(p) for p, _ in groups[-1][:5])
+        raise ValueError(f"{what}: the filters leave out {len(groups[-1])} item(s) ({rest}"
+                         f"{', ...' if len(groups[-1]) > 5 else ''}). Add `...` as the last "
+                         "filter to collect the rest, or use filter() to drop them.")
+
+
+class FlattedDict(dict):
+    """A one-level mapping from paths to states (or nodes, or values).
+
+    Keys are :class:`~brainx.util.DottedPath`\\ s; a key may be given or
+    looked up as a tuple (``("enc", "w")``) or as a dotted string
+    (``"enc.w"``). Items are also readable as attributes when the key is a
+    plain name (``flat.w``).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> from brainx.util import FlattedDict
+    >>> flat = FlattedDict({("enc", "w"): brainx.ParamState(jnp.ones(2)),
+    ...                     ("enc", "h"): brainx.HiddenState(jnp.zeros(2))})
+    >>> list(flat), flat["enc", "w"] is flat["enc.w"]
+    (['enc.w', 'enc.h'], True)
+    >>> flat.filter(brainx.HiddenState)
+    FlattedDict({'enc.h': HiddenState(shape=(2,), dtype=float32)})
+    >>> flat.to_nest()["enc"]["w"] is flat["enc.w"]
+    True
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__()
+        self.update(*args, **kwargs)
+
+    # -- keys as tuples or dotted strings -----------------------------------------
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(_path(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(_path(key), value)
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(_path(key))
+
+    def __contains__(self, key: Any) -> bool:
+        return super().__contains__(_path(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(_path(key), default)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        return super().pop(_path(key), *default)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        return super().setdefault(_path(key), default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def copy(self) -> "FlattedDict":
+        return FlattedDict(self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__} has no key or attribute {name!r}; "
+                                 f"keys: {list(self)}") from None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict.__repr__(self)})"
+
+    def __or__(self, other: Any) -> "FlattedDict":
+        if not isinstance(other, (FlattedDict, NestedDict)):
+            return NotImplemented
+        return FlattedDict.merge(self, other)
+
+    def __sub__(self, other: Any) -> "FlattedDict":
+        if not isinstance(other, abc.Mapping):
+            return NotImplemented
+        other = other.to_flat() if isinstance(other, NestedDict) else FlattedDict(other)
+        return FlattedDict((k, v) for k, v in self.items() if k not in other)
+
+    # -- brainstate's API ---------------------------------------------------------------
+    def to_dict(self) -> Dict[DottedPath, Any]:
+        """A plain ``dict`` with the same keys and values."""
+        return dict(self)
+
+    def to_nest(self) -> "NestedDict":
+        """The same items as nested dicts, one level per part of the path."""
+        return nest_mapping(self)
+
+    @classmethod
+    def from_nest(cls, nested: Union[abc.Mapping, Iterable]) -> "FlattedDict":
+        """The flat mapping of a nested one."""
+        return flat_mapping(dict(nested))
+
+    def split(self, first: Filter, /, *filters: Filter) -> Union["FlattedDict", Tuple["FlattedDict", ...]]:
+        """One mapping per filter (each item to the first it matches); every item must match one."""
+        groups = partition(self.items(), (first, *filters))
+        _exhaustive(groups, "FlattedDict.split")
+        out = tuple(FlattedDict(g) for g in groups[:-1])
+        return out[0] if len(out) == 1 else out
+
+    def filter(self, first: Filter, /, *filters: Filter) -> Union["FlattedDict", Tuple["FlattedDict", ...]]:
+        """As :meth:`split`, but items no filter matches are dropped."""
+        groups = partition(self.items(), (first, *filters))
+        out = tuple(FlattedDict(g) for g in groups[:-1])
+        return out[0] if len(out) == 1 else out
+
+    subset = filter
+
+    @staticmethod
+    def merge(*states: Union["FlattedDict", "NestedDict"]) -> "FlattedDict":
+        """One mapping with the items of all ``states`` (later ones win on a shared path)."""
+        out = FlattedDict()
+        for s in states:
+            if isinstance(s, NestedDict):
+                s = s.to_flat()
+            elif not isinstance(s, FlattedDict):
+                raise TypeError(f"merge: expected FlattedDict or NestedDict, got {type(s).__name__}.")
+            out.update(s)
+        return out
+
+    def to_dict_values(self) -> Dict[DottedPath, Any]:
+        """``{path: state.value}`` (non-state values as they are)."""
+        return {k: v.value if isinstance(v, State) else v for k, v in self.items()}
+
+    def assign_dict_values(self, data: abc.Mapping) -> None:
+        """Write ``data[path]`` into each state (or item); every path must be in ``data``."""
+        data = FlattedDict(data)
+        missing = [k for k in self if k not in data]
+        if missing:
+            raise KeyError(f"assign_dict_values: no value given for {missing}.")
+        for k, v in list(self.items()):
+            if isinstance(v, State):
+                v.value = data[k]
+            else:
+                self[k] = data[k]
+
+
+class NestedDict(dict):
+    """A nested mapping: one level per part of the path (attribute, index or dict key).
+
+    Inner levels are ``NestedDict`` too, readable as attributes
+    (``nested.enc.w``) or by key (``nested["enc"]["w"]``).
+
+    Examples
+    --------
+    >>> from brainx.util import NestedDict
+    >>> nested = NestedDict({"enc": {"w": 1, "b": 2}, "out": {0: 3}})
+    >>> nested.enc.w, list(nested.to_flat().items())
+    (1, [('enc.w', 1), ('enc.b', 2), ('out.0', 3)])
+    >>> NestedDict.from_flat(nested.to_flat()) == nested
+    True
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__()
+        for key, value in dict(*args, **kwargs).items():
+            dict.__setitem__(self, key, _nested(value))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, _nested(value))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__} has no key or attribute {name!r}; "
+                                 f"keys: {list(self)}") from None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.to_dict()!r})"
+
+    def __or__(self, other: Any) -> "NestedDict":
+        if not isinstance(other, (FlattedDict, NestedDict)):
+            return NotImplemented
+        return NestedDict.merge(self, other)
+
+    def __sub__(self, other: Any) -> "NestedDict":
+        if not isinstance(other, (FlattedDict, NestedDict)):
+            return NotImplemented
+        return NestedDict.from_flat(self.to_flat() - other)
+
+    def to_dict(self) -> Dict[Any, Any]:
+        """Plain nested ``dict``\\ s."""
+        return {k: v.to_dict() if isinstance(v, NestedDict) else v for k, v in self.items()}
+
+    to_pure_dict = to_dict
+
+    def to_flat(self) -> FlattedDict:
+        """The flat mapping: one item per leaf, keyed by its path."""
+        return flat_mapping(self)
+
+    @classmethod
+    def from_flat(cls, flat: Union[abc.Mapping, Iterable]) -> "NestedDict":
+        """The nested mapping of a flat one (keys: path tuples or dotted strings)."""
+        return nest_mapping(FlattedDict(flat))
+
+    def split(self, *filters: Filter) -> Union["NestedDict", Tuple["NestedDict", ...]]:
+        """One nested mapping per filter; every leaf must match one (see ``FlattedDict.split``)."""
+        if not filters:
+            return self
+        groups = partition(self.to_flat().items(), filters)
+        _exhaustive(groups, "NestedDict.split")
+        out = tuple(NestedDict.from_flat(g) for g in groups[:-1])
+        return out[0] if len(out) == 1 else out
+
+    def filter(self, *filters: Filter) -> Union["NestedDict", Tuple["NestedDict", ...]]:
+        """As :meth:`split`, but leaves no filter matches are dropped."""
+        if not filters:
+            return self
+        groups = partition(self.to_flat().items(), filters)
+        out = tuple(NestedDict.from_flat(g) for g in groups[:-1])
+        return out[0] if len(out) == 1 else out
+
+    subset = filter
+
+    @staticmethod
+    def merge(*states: Union[FlattedDict, "NestedDict"]) -> "NestedDict":
+        """One nested mapping with the leaves of all ``states`` (later ones win)."""
+        return nest_mapping(FlattedDict.merge(*states))
+
+
+def _nested(value: Any) -> Any:
+    if isinstance(value, dict) and not isinstance(value, (NestedDict, FlattedDict)):
+        return NestedDict(value)
+    return value
+
+
+def flat_mapping(xs: abc.Mapping, /, *, sep: str | None = None) -> FlattedDict:
+    """Flatten nested mappings to ``{path: leaf}`` (``sep``: string keys joined by it).
+
+    Examples
+    --------
+    >>> from brainx.util import flat_mapping
+    >>> flat_mapping({"a": {"b": 1, "c": {0: 2}}})
+    FlattedDict({'a.b': 1, 'a.c.0': 2})
+    >>> flat_mapping({"a": {"b": 1}}, sep="/")
+    {'a/b': 1}
+    """
+    if not isinstance(xs, abc.Mapping):
+        raise TypeError(f"flat_mapping: expected a mapping, got {type(xs).__name__}.")
+    items = []
+
+    def walk(node: Any, prefix: tuple) -> None:
+        if isinstance(node, abc.Mapping) and not isinstance(node, FlattedDict):
+            for k, v in node.items():
+                walk(v, prefix + (k,))
+        elif isinstance(node, FlattedDict):
+            for k, v in node.items():
+                items.append((prefix + tuple(k), v))
+        else:
+            items.append((prefix, node))
+
+    walk(xs, ())
+    if sep is not None:
+        return {sep.join(map(str, p)): v for p, v in items}
+    return FlattedDict(items)
+
+
+def nest_mapping(xs: abc.Mapping, /, *, sep: str | None = None) -> NestedDict:
+    """Nest ``{path: leaf}`` back into nested mappings (``sep``: split string keys by it).
+
+    Examples
+    --------
+    >>> from brainx.util import nest_mapping
+    >>> nest_mapping({("a", "b"): 1, ("a", "c"): 2, ("d",): 3}).to_dict()
+    {'a': {'b': 1, 'c': 2}, 'd': 3}
+    """
+    if not isinstance(xs, abc.Mapping):
+        raise TypeError(f"nest_mapping: expected a mapping, got {type(xs).__name__}.")
+    out = NestedDict()
+    for path, value in xs.items():
+        if sep is not None:
+            path = path.split(sep)
+        elif isinstance(path, str) and not isinstance(path, DottedPath):
+            path = DottedPath(path)
+        path = tuple(path)
+        if not path:
+            raise ValueError("nest_mapping: cannot nest an item with an empty path.")
+        node = out
+        for key in path[:-1]:
+            child = node.get(key)
+            if child is None:
+                child = NestedDict()
+                dict.__setitem__(node, key, child)
+            elif not isinstance(child, NestedDict):
+                raise ValueError(f"nest_mapping: {DottedPath(path)} goes through "
+                                 f"{key!r}, which holds a leaf, not a mapping.")
+            node = child
+        if isinstance(node.get(path[-1]), NestedDict):
+            raise ValueError(f"nest_mapping: {DottedPath(path)} would replace a whole subtree "
+                             "with a leaf.")
+        dict.__setitem__(node, path[-1], value)
+    return out
+
+
+# -- JAX pytrees: the values are the children, the (sorted) keys the structure ----------------
+def _sorted_items(d: dict):
+    return sorted(d.items(), key=lambda kv: str(kv[0]))
+
+
+def _flat_flatten(d: FlattedDict):
+    items = _sorted_items(d)
+    return [(jax.tree_util.DictKey(k), v) for k, v in items], tuple(k for k, _ in items)
+
+
+def _nest_flatten(d: NestedDict):
+    items = _sorted_items(d)
+    return [(jax.tree_util.DictKey(k), v) for k, v in items], tuple(k for k, _ in items)
+
+
+jax.tree_util.register_pytree_with_keys(
+    FlattedDict, _flat_flatten, lambda keys, values: FlattedDict(zip(keys, values)))
+jax.tree_util.register_pytree_with_keys(
+    NestedDict, _nest_flatten, lambda keys, values: _unflatten_nested(keys, values))
+
+
+def _unflatten_nested(keys, values) -> NestedDict:
+    out = NestedDict()
+    for k, v in zip(keys, values):
+        dict.__setitem__(out, k, v)
+    return out
