@@ -223,8 +223,11 @@ class GradientTransform(StateDifferentiation):
                                         **self._transform_kwargs)
         grads, (y, aux, new_values) = differentiate(*primals)
         if self.debug_nan:
-            debug_nan_if(has_nan_or_inf(grads), lambda *p: differentiate(*p)[0], *primals,
-                         phase=self._name)
+            def gradients(*p):
+                return differentiate(*p)[0]
+
+            gradients.__qualname__ = f"the gradients of {self._name}"
+            debug_nan_if(has_nan_or_inf(grads), gradients, *primals)
         write_state_values(sig.write_states, new_values)
         result = self.arrange(grads, primals if self._second_order else None)
         if self.return_value:

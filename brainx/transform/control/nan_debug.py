@@ -157,7 +157,7 @@ def _raise_report(bad: Any, err: Any, leaves: List[Any], *, labels: Sequence[str
     exc = err.get_exception()
     if exc is not None:
         prim = getattr(exc, "prim", None)
-        lines.append(f"  made by primitive `{prim}`" if prim else f"  {exc}")
+        lines.append(f"  made by primitive `{prim}`" if prim else f"  checkify: {exc}")
         source = _user_frame(getattr(exc, "traceback_info", None))
         if source:
             lines.append(f"  at {source}")
