@@ -12,6 +12,8 @@ from brainx.transform.control.error_if import jit_error_if
 from brainx.transform.control.nan_debug import breakpoint_if, debug_nan, debug_nan_if
 from brainx.transform.core.naming import named_call, named_scope
 from brainx.transform.core.state_finder import StateFinder
+from brainx.transform.mapping.module_states import vmap2_new_states
+from brainx.transform.mapping.stateful_mapping import StatefulMapping, vmap2
 from brainx.transform.mapping.unvmap import unvmap
 from brainx.transform.remat.checkpoint import CheckpointedFunction, checkpoint, remat
 from brainx.transform.remat.checkpoint_strategies import (
@@ -47,5 +49,5 @@ __all__ = [
     "fwd_grad", "unvmap", "jit_error_if", "debug_nan", "debug_nan_if", "breakpoint_if",
     "checkify", "check", "check_error", "all_checks", "user_checks", "nan_checks",
     "div_checks", "index_checks", "float_checks", "automatic_checks", "named_call",
-    "named_scope", "StateFinder",
+    "named_scope", "StateFinder", "vmap2", "StatefulMapping", "vmap2_new_states",
 ]
