@@ -295,9 +295,11 @@ def vmap2(fn: Optional[Callable] = None, *, in_axes: Any = 0, out_axes: Any = 0,
     >>> accumulate(jnp.array([1.0, 2.0, 3.0])).tolist(), counter.value.tolist()
     ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
     >>> total = brainx.State(jnp.zeros(()))          # undeclared, written per lane
-    >>> brainx.transform.vmap2(lambda x: total.set_value(total.value + x))(jnp.ones(2))
+    >>> def add(x):
+    ...     total.value = total.value + x
+    >>> brainx.transform.vmap2(add)(jnp.array([1.0, 2.0]))
     >>> total.value.tolist()                          # written back batched
-    [1.0, 1.0]
+    [1.0, 2.0]
     """
     options = dict(in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
                    axis_size=axis_size, state_in_axes=state_in_axes,
