@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from brainx.nn.module import Module, iter_tree, to_predicate
 from brainx.state.state import State
 from brainx.transform import vmap, vmap_new_states
+from brainx.transform.mapping.module_states import MODULE_INIT
 
 __all__ = [
     "call_order", "call_all_fns", "vmap_call_all_fns", "init_all_states", "vmap_init_all_states",
@@ -267,3 +268,6 @@ def assign_state_values(target: Module, *state_by_abs_path: Mapping[str, Any]
     for path in states.keys() & given.keys():
         states[path].value = jax.tree.map(jnp.asarray, given[path])
     return sorted(given.keys() - states.keys()), sorted(states.keys() - given.keys())
+
+
+MODULE_INIT[0] = init_all_states  # transform.vmap2_new_states initialises brainx modules with it

@@ -3,6 +3,18 @@
 from brainx.transform.autodiff.gradients import (
     GradientTransform, grad, hessian, jacfwd, jacobian, jacrev, vector_grad,
 )
+from brainx.transform.autodiff.fwd_grad import fwd_grad
+from brainx.transform.control.checkify import (
+    all_checks, automatic_checks, check, check_error, checkify, div_checks, float_checks,
+    index_checks, nan_checks, user_checks,
+)
+from brainx.transform.control.error_if import jit_error_if
+from brainx.transform.control.nan_debug import breakpoint_if, debug_nan, debug_nan_if
+from brainx.transform.core.naming import named_call, named_scope
+from brainx.transform.core.state_finder import StateFinder
+from brainx.transform.mapping.module_states import vmap2_new_states
+from brainx.transform.mapping.stateful_mapping import StatefulMapping, vmap2
+from brainx.transform.mapping.unvmap import unvmap
 from brainx.transform.remat.checkpoint import CheckpointedFunction, checkpoint, remat
 from brainx.transform.remat.checkpoint_strategies import (
     Binomial, CheckpointStrategy, Nested, NestedRemat, PerStepRemat,
@@ -33,4 +45,9 @@ __all__ = [
     "ProgressBar", "clear_loop_cache", "vmap", "vmap_new_states", "map", "VmappedFunction",
     "checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop",
     "CheckpointStrategy", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
+    # brainstate's extras (docs/transform-extras.md)
+    "fwd_grad", "unvmap", "jit_error_if", "debug_nan", "debug_nan_if", "breakpoint_if",
+    "checkify", "check", "check_error", "all_checks", "user_checks", "nan_checks",
+    "div_checks", "index_checks", "float_checks", "automatic_checks", "named_call",
+    "named_scope", "StateFinder", "vmap2", "StatefulMapping", "vmap2_new_states",
 ]

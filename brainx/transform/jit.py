@@ -30,13 +30,19 @@ class JittedFunction:
     max_entries = 512
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 _sharing: Optional[InstanceSharing] = None, **jit_kwargs):
+                 _sharing: Optional[InstanceSharing] = None, name: Optional[str] = None,
+                 **jit_kwargs):
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"jit: name must be a string, got {name!r}.")
         self.fun = fun
+        self.name = name
         self._sharing = _sharing  # set for a method bound to an instance (shared traces)
         self._instance_sharing: Optional[InstanceSharing] = None  # this method's, for its instances
         self._graph = None
         self.stateful = StatefulFunction(fun, static_argnums, static_argnames,
-                                         name=f"jit({getattr(fun, '__name__', 'fun')})")
+                                         name=f"jit({name or getattr(fun, '__name__', 'fun')})")
+        if name is not None:  # the name of the function jax.jit compiles (jit_<name> in HLO)
+            self.stateful.fun = _renamed(fun, name)
         self._static_argnums = static_argnums
         self._static_argnames = static_argnames
         self._donate_argnums = donate_argnums
@@ -146,7 +152,7 @@ class JittedFunction:
         return bind_to_instance(self, instance, lambda f, **kw: JittedFunction(f, **kw), dict(
             static_argnums=self._static_argnums, static_argnames=self._static_argnames,
             donate_argnums=self._donate_argnums, _sharing=self._instance_sharing,
-            **self._jit_kwargs))
+            name=self.name, **self._jit_kwargs))
 
     # -- ahead of time ------------------------------------------------------------
     def _run_entry(self, key, dyn_args: tuple, dyn_kwargs: dict,
@@ -193,6 +199,16 @@ class JittedFunction:
         return f"<brainx.transform.jit of {self.stateful.name}>"
 
 
+def _renamed(fun: Callable, name: str) -> Callable:
+    """``fun`` under another ``__name__``: JAX names the compiled computation after it."""
+    @functools.wraps(fun)
+    def named(*args, **kwargs):
+        return fun(*args, **kwargs)
+
+    named.__name__ = named.__qualname__ = name
+    return named
+
+
 class Lowered:
     """A lowered stateful function: ``as_text()``, ``compile()``, and the rest of ``jax.stages.Lowered``."""
 
@@ -233,7 +249,7 @@ class Compiled:
 
 def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
-        **jit_kwargs) -> Any:
+        name: Optional[str] = None, **jit_kwargs) -> Any:
     """Compile a function that reads and writes states with ``jax.jit``.
 
     The function is traced once per value of the static arguments and per
@@ -267,6 +283,10 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
         Arguments passed as Python values: hashable, part of the cache key.
     donate_argnums
         Positional arguments whose buffers XLA may reuse for outputs.
+    name : str, optional
+        The name of the compiled computation (its HLO module, and so the
+        profiler's, is named after it) and of the transform in error
+        messages; by default the function's ``__name__``.
     **jit_kwargs
         Passed to ``jax.jit`` (``keep_unused``, ``device``, ``backend``,
         ``inline``, ``compiler_options``).
@@ -291,9 +311,9 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, **jit_kwargs)
+                                 donate_argnums=donate_argnums, name=name, **jit_kwargs)
     for bad in ("in_shardings", "out_shardings", "abstracted_axes"):
         if bad in jit_kwargs:
             raise NotImplementedError(f"brainx.transform.jit does not support {bad!r} yet.")
     return JittedFunction(fun, static_argnums=static_argnums, static_argnames=static_argnames,
-                          donate_argnums=donate_argnums, **jit_kwargs)
+                          donate_argnums=donate_argnums, name=name, **jit_kwargs)

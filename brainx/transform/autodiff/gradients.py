@@ -18,7 +18,7 @@ the way brainstate does::
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import brainunit as u
 import jax
@@ -26,6 +26,7 @@ import jax.numpy as jnp
 
 from brainx.lanes import current_trace, owned_traces
 from brainx.state.state import State
+from brainx.transform.control.nan_debug import debug_nan_if, has_nan_or_inf
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, StaticLeaves, read_state_values, write_state_values,
 )
@@ -163,28 +164,70 @@ class StateDifferentiation:
 
 
 class GradientTransform(StateDifferentiation):
-    """The stateful form of one JAX differentiation function; see :func:`grad`."""
+    """The stateful form of one JAX differentiation function; see :func:`grad`.
 
-    def __init__(self, fun: Callable, transform: Callable, *, grad_states=None,
-                 argnums: Optional[int | Sequence[int]] = None, has_aux: Optional[bool] = None,
-                 return_value: bool = False, unit_aware: bool = False, check_states: bool = True,
-                 name: str = "grad", second_order: bool = False, **transform_kwargs):
-        super().__init__(fun, grad_states=grad_states, argnums=argnums, has_aux=has_aux,
+    Parameters
+    ----------
+    target : callable
+        The function to differentiate (it may read and write states).
+    transform : callable
+        A JAX differentiation function with ``jax.grad``'s calling convention:
+        ``transform(f, argnums=..., has_aux=True, **params)(*primals)`` returns
+        ``(grads, aux)`` (``jax.grad``, ``jax.jacrev``, ``jax.jacfwd``, ...).
+    grad_states, argnums, return_value, has_aux, check_states
+        As in :func:`grad`.
+    transform_params : dict, optional
+        Extra keyword arguments for ``transform`` (``holomorphic``, ...).
+    debug_nan : bool
+        Check the gradients for NaN/Inf; if one is found, run the gradient
+        computation again under :func:`~brainx.transform.debug_nan` and raise
+        a ``RuntimeError`` naming the primitive that made it.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, brainx
+    >>> w = brainx.ParamState(jnp.array([1.0, -2.0]))
+    >>> g = brainx.transform.GradientTransform(
+    ...     lambda: jnp.sum(jnp.abs(w.value)), jax.grad, grad_states=w,
+    ...     transform_params={"allow_int": False})
+    >>> g().tolist()
+    [1.0, -1.0]
+    """
+
+    def __init__(self, target: Callable, transform: Callable, grad_states=None,
+                 argnums: Optional[int | Sequence[int]] = None, return_value: bool = False,
+                 has_aux: Optional[bool] = None, transform_params: Optional[Dict[str, Any]] = None,
+                 check_states: bool = True, debug_nan: bool = False, *,
+                 unit_aware: bool = False, name: str = "grad", second_order: bool = False,
+                 **transform_kwargs):
+        super().__init__(target, grad_states=grad_states, argnums=argnums, has_aux=has_aux,
                          unit_aware=unit_aware, check_states=check_states, name=name)
+        if transform_params is not None and not isinstance(transform_params, dict):
+            raise TypeError(f"{self._name}: transform_params must be a dict of keyword "
+                            f"arguments for the transform, got {transform_params!r}.")
+        self.target = target
+        self.transform = transform
         self.return_value = return_value
+        self.debug_nan = bool(debug_nan)
         self._second_order = second_order
         self._transform = transform
-        self._transform_kwargs = transform_kwargs
-        functools.update_wrapper(self, fun, updated=())
+        self._transform_kwargs = {**transform_kwargs, **(transform_params or {})}
+        functools.update_wrapper(self, target, updated=())
 
     def __call__(self, *args, **kwargs):
         return self.stateful.call(self._run, args, kwargs)
 
     def _run(self, sig: StateSignature, key, args: tuple, kwargs: dict):
         sig, f, primals = self.prepare(sig, key, args, kwargs)
-        grads, (y, aux, new_values) = self._transform(
-            f, argnums=tuple(range(len(primals))), has_aux=True, **self._transform_kwargs
-        )(*primals)
+        differentiate = self._transform(f, argnums=tuple(range(len(primals))), has_aux=True,
+                                        **self._transform_kwargs)
+        grads, (y, aux, new_values) = differentiate(*primals)
+        if self.debug_nan:
+            def gradients(*p):
+                return differentiate(*p)[0]
+
+            gradients.__qualname__ = f"the gradients of {self._name}"
+            debug_nan_if(has_nan_or_inf(grads), gradients, *primals)
         write_state_values(sig.write_states, new_values)
         result = self.arrange(grads, primals if self._second_order else None)
         if self.return_value:
@@ -208,19 +251,20 @@ def _vector_grad(f, argnums, has_aux, unit_aware=False):
 
 
 def _make(fun, transform, unit_transform, name, grad_states, argnums, has_aux, return_value,
-          unit_aware, check_states, **kwargs):
+          unit_aware, check_states, debug_nan=False, **kwargs):
     def build(f):
         return GradientTransform(
             f, unit_transform if unit_aware else transform, grad_states=grad_states,
             argnums=argnums, has_aux=has_aux, return_value=return_value, unit_aware=unit_aware,
-            check_states=check_states, name=name, **kwargs)
+            check_states=check_states, debug_nan=debug_nan, name=name, **kwargs)
 
     return build if fun is None else build(fun)
 
 
 def grad(fun: Optional[Callable] = None, grad_states=None, argnums=None,
          holomorphic: bool = False, allow_int: bool = False, has_aux: Optional[bool] = None,
-         return_value: bool = False, unit_aware: bool = False, check_states: bool = True):
+         return_value: bool = False, unit_aware: bool = False, check_states: bool = True,
+         debug_nan: bool = False):
     """The gradient of a scalar stateful function w.r.t. states and/or arguments.
 
     Parameters
@@ -245,6 +289,11 @@ def grad(fun: Optional[Callable] = None, grad_states=None, argnums=None,
         gradients are plain arrays.
     holomorphic, allow_int
         As in ``jax.grad``.
+    debug_nan : bool
+        If a gradient holds NaN or Inf, raise a ``RuntimeError`` that names the
+        primitive which made it (see :func:`~brainx.transform.debug_nan`). The
+        check is compiled in: under ``jit`` it runs on the device and reports
+        through a host callback.
 
     Returns
     -------
@@ -266,17 +315,17 @@ def grad(fun: Optional[Callable] = None, grad_states=None, argnums=None,
     ([6.0, 6.0], 9.0, 1.0)
     """
     return _make(fun, jax.grad, u.autograd.grad, "grad", grad_states, argnums, has_aux,
-                 return_value, unit_aware, check_states, holomorphic=holomorphic,
+                 return_value, unit_aware, check_states, debug_nan, holomorphic=holomorphic,
                  allow_int=allow_int)
 
 
 def vector_grad(func: Optional[Callable] = None, grad_states=None, argnums=None,
                 return_value: bool = False, has_aux: Optional[bool] = None,
-                unit_aware: bool = False, check_states: bool = True):
+                unit_aware: bool = False, check_states: bool = True, debug_nan: bool = False):
     """The gradient of the sum of a non-scalar output: the VJP with a cotangent of ones.
 
-    Same arguments and result layout as :func:`grad`; ``func`` may return any
-    array (a single array when ``unit_aware``).
+    Same arguments (``debug_nan`` included) and result layout as :func:`grad`;
+    ``func`` may return any array (a single array when ``unit_aware``).
 
     Examples
     --------
@@ -287,12 +336,13 @@ def vector_grad(func: Optional[Callable] = None, grad_states=None, argnums=None,
     """
     return _make(func, _vector_grad, functools.partial(_vector_grad, unit_aware=True),
                  "vector_grad", grad_states, argnums, has_aux, return_value, unit_aware,
-                 check_states)
+                 check_states, debug_nan)
 
 
 def jacrev(fun: Optional[Callable] = None, grad_states=None, argnums=None,
            has_aux: Optional[bool] = None, return_value: bool = False, holomorphic: bool = False,
-           allow_int: bool = False, unit_aware: bool = False, check_states: bool = True):
+           allow_int: bool = False, unit_aware: bool = False, check_states: bool = True,
+           debug_nan: bool = False):
     """Reverse-mode Jacobian of a stateful function w.r.t. states and/or arguments.
 
     Same arguments and result layout as :func:`grad` (plus ``holomorphic``,
@@ -307,7 +357,7 @@ def jacrev(fun: Optional[Callable] = None, grad_states=None, argnums=None,
     [[3.0, 0.0], [0.0, 3.0]]
     """
     return _make(fun, jax.jacrev, u.autograd.jacrev, "jacrev", grad_states, argnums, has_aux,
-                 return_value, unit_aware, check_states, holomorphic=holomorphic,
+                 return_value, unit_aware, check_states, debug_nan, holomorphic=holomorphic,
                  allow_int=allow_int)
 
 
@@ -316,7 +366,7 @@ jacobian = jacrev
 
 def jacfwd(func: Optional[Callable] = None, grad_states=None, argnums=None,
            has_aux: Optional[bool] = None, return_value: bool = False, holomorphic: bool = False,
-           unit_aware: bool = False, check_states: bool = True):
+           unit_aware: bool = False, check_states: bool = True, debug_nan: bool = False):
     """Forward-mode Jacobian of a stateful function; arguments and layout as :func:`jacrev`.
 
     Examples
@@ -327,12 +377,13 @@ def jacfwd(func: Optional[Callable] = None, grad_states=None, argnums=None,
     [[3.0, 0.0], [0.0, 3.0]]
     """
     return _make(func, jax.jacfwd, u.autograd.jacfwd, "jacfwd", grad_states, argnums, has_aux,
-                 return_value, unit_aware, check_states, holomorphic=holomorphic)
+                 return_value, unit_aware, check_states, debug_nan, holomorphic=holomorphic)
 
 
 def hessian(func: Optional[Callable] = None, grad_states=None, argnums=None,
             return_value: bool = False, holomorphic: bool = False,
-            has_aux: Optional[bool] = None, unit_aware: bool = False, check_states: bool = True):
+            has_aux: Optional[bool] = None, unit_aware: bool = False, check_states: bool = True,
+            debug_nan: bool = False):
     """The Hessian of a scalar stateful function; arguments and layout as :func:`grad`.
 
     With several inputs (states and/or arguments) the result is nested:
@@ -346,5 +397,5 @@ def hessian(func: Optional[Callable] = None, grad_states=None, argnums=None,
     [[6.0, 0.0], [0.0, 12.0]]
     """
     return _make(func, jax.hessian, u.autograd.hessian, "hessian", grad_states, argnums,
-                 has_aux, return_value, unit_aware, check_states, holomorphic=holomorphic,
-                 second_order=True)
+                 has_aux, return_value, unit_aware, check_states, debug_nan,
+                 holomorphic=holomorphic, second_order=True)

@@ -42,7 +42,14 @@ class ProgressBar:
         carry, "y": step output}``; ``fn`` runs in the traced loop and returns
         a dict of arrays.
     **kwargs
-        Passed to ``tqdm`` (``file``, ``ncols``, ``leave``, ...).
+        Passed to ``tqdm`` (``file``, ``ncols``, ``leave``, ...); ``total``,
+        ``mininterval``, ``maxinterval`` and ``miniters`` are dropped (the
+        loop decides when the bar moves).
+
+    ``print_freq`` and ``print_count`` (brainstate's names) read ``freq`` and
+    ``count``. Unlike brainstate, a ``freq`` larger than the loop, or a
+    ``count`` larger than its number of steps, is not an error: the bar
+    moves after the first and the last step (and every step, respectively).
 
     Examples
     --------
@@ -61,18 +68,26 @@ class ProgressBar:
                                       or value < 1):
                 raise ValueError(f"ProgressBar: {name} must be a positive int, got {value!r}.")
         if freq is not None and count is not None:
-            raise ValueError("ProgressBar: give freq or count, not both.")
-        if desc is not None and not isinstance(desc, str):
-            if not (isinstance(desc, (tuple, list)) and len(desc) == 2
-                    and isinstance(desc[0], str) and callable(desc[1])):
-                raise TypeError("ProgressBar: desc must be a string or a pair "
-                                f"(format string, function), got {desc!r}.")
-        kwargs.pop("total", None)
+            raise ValueError(f"ProgressBar: give freq or count, not both (got freq={freq}, "
+                             f"count={count}).")
+        _check_desc(desc)
+        for managed in ("total", "mininterval", "maxinterval", "miniters"):
+            kwargs.pop(managed, None)  # the loop decides when the bar moves
         _tqdm()  # fail now, with a clear message, if tqdm is missing
         self.freq = freq
         self.count = count
         self.desc = desc
         self.kwargs = kwargs
+
+    @property
+    def print_freq(self) -> Optional[int]:
+        """brainstate's name for ``freq``."""
+        return self.freq
+
+    @property
+    def print_count(self) -> Optional[int]:
+        """brainstate's name for ``count``."""
+        return self.count
 
     def init(self, n: int) -> "ProgressRunner":
         """The runner for a loop of ``n`` steps."""
@@ -86,6 +101,23 @@ class ProgressBar:
 
     def __repr__(self) -> str:
         return f"ProgressBar(freq={self.freq}, count={self.count}, desc={self.desc!r})"
+
+
+def _check_desc(desc: Any) -> None:
+    if desc is None or isinstance(desc, str):
+        return
+    if not isinstance(desc, (tuple, list)):
+        raise TypeError(f"ProgressBar: desc must be a string or a pair (format string, "
+                        f"function), got {type(desc).__name__}.")
+    if len(desc) != 2:
+        raise ValueError(f"ProgressBar: desc must be a pair (format string, function), got "
+                         f"{len(desc)} elements.")
+    if not isinstance(desc[0], str):
+        raise TypeError(f"ProgressBar: the first element of desc must be a format string, got "
+                        f"{type(desc[0]).__name__}.")
+    if not callable(desc[1]):
+        raise TypeError(f"ProgressBar: the second element of desc must be a function of the "
+                        f"step's data returning a dict, got {type(desc[1]).__name__}.")
 
 
 class ProgressRunner:

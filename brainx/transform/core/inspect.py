@@ -6,7 +6,12 @@ from typing import Any, Callable, Sequence
 
 import jax
 
-from brainx.transform.core.stateful import StatefulFunction, peek_state_values
+from brainx.state.state import State
+from brainx.state.trace import catch_new_states
+from brainx.transform.core.arguments import function_name
+from brainx.transform.core.stateful import (
+    StatefulFunction, StaticLeaves, as_input, is_array_leaf, peek_state_values,
+)
 
 __all__ = ["make_jaxpr", "eval_shape"]
 
@@ -62,20 +67,79 @@ def _eval_shape_sf(sf: StatefulFunction, args: tuple, kwargs: dict):
     return sf.call(run, args, kwargs)
 
 
-def eval_shape(fun: Callable, *args, **kwargs) -> Any:
+def eval_shape(f: Callable, *args, return_state_shapes: bool = False, **kwargs) -> Any:
     """The shapes and dtypes of a stateful function's output, without running it.
 
-    No state is read for its value or changed; states the function creates
-    are not kept.
+    Parameters
+    ----------
+    f : callable
+        May read and write states; it is traced, not run.
+    *args, **kwargs
+        Example arguments (arrays, or ``jax.ShapeDtypeStruct`` s).
+    return_state_shapes : bool
+        Also return ``{state: shapes}`` for every state ``f`` touches: the
+        shapes of its value after the call (the new value for a written
+        state), a tree of ``jax.ShapeDtypeStruct`` in the value's structure.
+
+    Returns
+    -------
+    ``out_shapes``, or ``(state_shapes, out_shapes)`` with
+    ``return_state_shapes`` (brainstate's order). No existing state is read
+    for its value or changed. Objects ``f`` returns that are not arrays (a
+    model it builds, say) come back as built, and the states ``f`` created
+    hold the ``jax.ShapeDtypeStruct`` s of their values: an abstract model,
+    with no memory allocated.
 
     Examples
     --------
     >>> import jax.numpy as jnp, brainx
     >>> h = brainx.HiddenState(jnp.zeros(2))
     >>> def step(x):
-    ...     h.value = h.value + x
+    ...     h.value = h.value + x        # broadcasts: h becomes (3, 2)
     ...     return h.value * 2
-    >>> brainx.transform.eval_shape(step, jnp.ones(2))
-    ShapeDtypeStruct(shape=(2,), dtype=float32)
+    >>> brainx.transform.eval_shape(step, jnp.ones((3, 1)))
+    ShapeDtypeStruct(shape=(3, 2), dtype=float32)
+    >>> states, out = brainx.transform.eval_shape(step, jnp.ones((3, 1)),
+    ...                                           return_state_shapes=True)
+    >>> states[h].shape, h.value.shape
+    ((3, 2), (2,))
+    >>> layer = brainx.transform.eval_shape(lambda: brainx.nn.Linear(3, 4))
+    >>> layer.weight.value["weight"]
+    ShapeDtypeStruct(shape=(3, 4), dtype=float32)
     """
-    return _eval_shape_sf(StatefulFunction(fun, name="eval_shape"), args, kwargs)
+    built: list = []  # [created states, output treedef, output leaves, array mask]
+
+    def traced(*inner_args, **inner_kwargs):
+        with catch_new_states() as catcher:
+            out = f(*inner_args, **inner_kwargs)
+        created = catcher.get_states()
+        leaves, treedef = jax.tree.flatten(out, is_leaf=lambda x: isinstance(x, State))
+        mask = [is_array_leaf(x) for x in leaves]
+        built[:] = [created, treedef, leaves, mask]
+        return ([x for x, m in zip(leaves, mask) if m],
+                [as_input(s._value) for s in created])
+
+    sf = StatefulFunction(traced, name=f"eval_shape({function_name(f)})")
+
+    def run(sig, key, dyn_args, dyn_kwargs):
+        values = peek_state_values(sig.states)
+        (out_arrays, created_shapes), new_values = jax.eval_shape(
+            sf.pure(sig, key), values, *dyn_args, **dyn_kwargs)
+        created, treedef, leaves, mask = built
+        for s, shapes in zip(created, created_shapes):  # built inside: keep them, abstract
+            s._value = _unwrapped(shapes)
+        arrays = iter(out_arrays)
+        out = jax.tree.unflatten(treedef, [next(arrays) if m else x for x, m in zip(leaves, mask)])
+        if not return_state_shapes:
+            return out
+        new = iter(new_values)
+        after = [next(new) if w else jax.eval_shape(lambda v: v, v)
+                 for v, w in zip(values, sig.written)]
+        return {s: _unwrapped(v) for s, v in zip(sig.states, after)}, out
+
+    return sf.call(run, args, kwargs)
+
+
+def _unwrapped(value: Any) -> Any:
+    """A state's value shapes, with leaves JAX cannot trace kept as they are."""
+    return value.tree if type(value) is StaticLeaves else value

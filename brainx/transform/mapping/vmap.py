@@ -126,25 +126,30 @@ class VmappedFunction:
         size = self._axis_size(args, kwargs)
         return self.stateful.call(lambda *a: self._run(size, *a), args, kwargs)
 
-    def _run(self, size: Optional[int], sig: StateSignature, key, args: tuple, kwargs: dict):
+    def _run(self, size: Optional[int], sig: StateSignature, key, args: tuple, kwargs: dict,
+             in_state_axes: Optional[Dict[State, int]] = None,
+             out_state_axes: Optional[Dict[State, int]] = None):
+        """One call; ``in_state_axes`` / ``out_state_axes`` default to the declared ones."""
+        in_state_axes = self.in_state_axes if in_state_axes is None else in_state_axes
+        out_state_axes = self.out_state_axes if out_state_axes is None else out_state_axes
         states = sig.states
         values = read_state_values(states)
-        axes: List[Optional[int]] = [self.in_state_axes.get(s) for s in states]
+        axes: List[Optional[int]] = [in_state_axes.get(s) for s in states]
         # A random state without per-lane keys gets one key per lane; undeclared, it
         # then gets a fresh key, declared in out_states it keeps the lanes' keys.
         fresh: Dict[State, Any] = {}
         for i, s in enumerate(states):
-            if isinstance(s, RandomState) and sig.written[i] and s not in self.in_state_axes:
+            if isinstance(s, RandomState) and sig.written[i] and s not in in_state_axes:
                 if size is None:
                     raise ValueError(f"{self.stateful.name} draws from {s!r} but the number of "
                                      "lanes is unknown (nothing is batched): pass axis_size.")
                 next_key, lane_keys = jr.split(values[i])
                 values[i], axes[i] = jr.split(lane_keys, size), 0
-                if s not in self.out_state_axes:
+                if s not in out_state_axes:
                     fresh[s] = next_key
         written = sig.write_states
         kept = [s not in fresh for s in written]
-        out_axes = [self.out_state_axes.get(s) for s, k in zip(written, kept) if k]
+        out_axes = [out_state_axes.get(s) for s, k in zip(written, kept) if k]
         pure = self.stateful.pure(sig, key)
         outer = current_trace()
         name = self.stateful.name
@@ -156,9 +161,10 @@ class VmappedFunction:
             if self._check_output is not None:
                 self._check_output(out, trace)
             bad = [s for s, v in zip(written, new_values)
-                   if s not in self.out_state_axes and s not in fresh
+                   if s not in out_state_axes and s not in fresh
                    and is_batched_along(v, trace)]
             if bad:
+                self._undeclared_per_lane_writes(bad)
                 raise BatchAxisError(
                     f"{name} writes a different value in each lane to "
                     f"{', '.join(repr(s) for s in bad)}, which is not batched. Declare it in "
@@ -171,6 +177,9 @@ class VmappedFunction:
         targets = [s for s, k in zip(written, kept) if k] + list(fresh)
         write_state_values(targets, list(new_values) + list(fresh.values()))
         return out
+
+    def _undeclared_per_lane_writes(self, states: List[State]) -> None:
+        """Called (while JAX traces a lane) before the error for undeclared per-lane writes."""
 
     def _axis_size(self, args, kwargs) -> Optional[int]:
         """The number of lanes, checked across arguments and batched states (``None``: unknown)."""
