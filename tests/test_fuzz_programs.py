@@ -23,6 +23,9 @@ The program runs two ways:
 After every call the outputs, gradients and every state must agree. A program
 that raises inside a transform must leave every state as it was.
 
+``BRAINX_FUZZ_SHARED_HELPERS=1`` makes every operation call the same
+module-level raw helpers (see :func:`raw_helper_for_site`).
+
 ``BRAINX_FUZZ_EXAMPLES`` sets the number of programs (default 12, about 30 s on
 two cores); ``make fuzz`` runs 10000. The default run is derandomised, so CI
 sees the same programs every time; ``BRAINX_FUZZ_RANDOM=1`` explores new ones.
@@ -43,6 +46,7 @@ from brainx import transform
 
 EXAMPLES = int(os.environ.get("BRAINX_FUZZ_EXAMPLES", "12"))
 RANDOM = bool(os.environ.get("BRAINX_FUZZ_RANDOM"))
+SHARED_HELPERS = bool(os.environ.get("BRAINX_FUZZ_SHARED_HELPERS"))
 
 # -- the states of one program, and two views of them ------------------------------------------
 
@@ -241,14 +245,38 @@ def build_op(op):
         return lambda: transform.cond(store.get("X").sum() > 0, yes, no)
     if tag == "vmap":
         kind, src = op[1], op[2]
-        lanes = transform.vmap(lambda: vmap_lane(store, src, kind, lambda k, s: RAW[k, s]),
+        helper = raw_helper_for_site()
+        lanes = transform.vmap(lambda: vmap_lane(store, src, kind, helper),
                                in_states=ENV.states["B"])
 
         def run_vmap():
             store.set("X", store.get("X") + 0.1 * lanes().mean())
 
         return run_vmap
-    return lambda: leaf_op(store, op, lambda k, s: RAW[k, s])
+    helper = raw_helper_for_site()
+    return lambda: leaf_op(store, op, helper)
+
+
+def raw_helper_for_site():
+    """The raw helpers one operation calls: ``helper(kind, src)``.
+
+    With ``SHARED_HELPERS`` every operation calls the module-level ones, so a
+    program may call the same helper twice in one trace with the state it reads
+    written in between; brainx then silently uses the first value (a known
+    bug: see ``test_known_bug_a_shared_helper_twice_in_one_trace``). By
+    default each operation gets its own helpers, built once per program and
+    reused by every call of it (so JAX's caches are still hit across calls).
+    """
+    if SHARED_HELPERS:
+        return lambda k, s: RAW[k, s]
+    own = {}
+
+    def helper(kind, src):
+        if (kind, src) not in own:
+            own[kind, src] = make_helper(kind, lambda: vec(_STATES, src))
+        return own[kind, src]
+
+    return helper
 
 
 def interpret(ops, store):
@@ -453,3 +481,11 @@ def run_program(mode, ops, changes, seed):
 @given(programs())
 def test_random_programs_match_plain_jax(program):
     run_program(*program)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bug: a raw helper called twice in one brainx trace, with the state it reads written in "
+    "between, reuses JAX's cached trace and so the state's first value (all raw kinds)"))
+def test_known_bug_a_shared_helper_twice_in_one_trace(monkeypatch):
+    monkeypatch.setitem(globals(), "SHARED_HELPERS", True)
+    run_program("jit", [("raw", "scan", "X"), ("raw", "scan", "X")], ["none"], 0)
