@@ -26,6 +26,9 @@ that raises inside a transform must leave every state as it was.
 ``BRAINX_FUZZ_SHARED_HELPERS=1`` makes every operation call the same
 module-level raw helpers (see :func:`raw_helper_for_site`).
 
+``BRAINX_FUZZ_KNOWN_BUGS=1`` also runs programs that hit a bug already pinned by
+an xfail test (see :func:`known_bug`).
+
 ``BRAINX_FUZZ_EXAMPLES`` sets the number of programs (default 12, about 30 s on
 two cores); ``make fuzz`` runs 10000. The default run is derandomised, so CI
 sees the same programs every time; ``BRAINX_FUZZ_RANDOM=1`` explores new ones.
@@ -38,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from jax import lax
 
 import brainx
@@ -47,6 +50,7 @@ from brainx import transform
 EXAMPLES = int(os.environ.get("BRAINX_FUZZ_EXAMPLES", "12"))
 RANDOM = bool(os.environ.get("BRAINX_FUZZ_RANDOM"))
 SHARED_HELPERS = bool(os.environ.get("BRAINX_FUZZ_SHARED_HELPERS"))
+KNOWN_BUGS = bool(os.environ.get("BRAINX_FUZZ_KNOWN_BUGS"))  # also run programs of known_bug()
 
 # -- the states of one program, and two views of them ------------------------------------------
 
@@ -329,6 +333,25 @@ def result(store):
             + 0.01 * jnp.sum(store.get("A")))
 
 
+def _ckfor_writes_string_state(ops, inside=False):
+    for op in ops:
+        if inside and op == ("write", "S"):
+            return True
+        subs = [part for part in op[1:] if isinstance(part, list)]
+        if any(_ckfor_writes_string_state(sub, inside or op[0] == "ckfor") for sub in subs):
+            return True
+    return False
+
+
+def known_bug(mode, ops):
+    """Programs that hit a bug already pinned by an xfail test (skipped unless asked for).
+
+    ``grad`` through a ``checkpointed_for_loop`` whose step writes a state with a string
+    leaf raises ValueError (tests/test_container_states.py).
+    """
+    return mode != "jit" and _ckfor_writes_string_state(ops)
+
+
 def has_boom(ops):
     return any(op[0] == "boom" or any(isinstance(part, list) and has_boom(part)
                                       for part in op[1:]) for op in ops)
@@ -480,6 +503,7 @@ def run_program(mode, ops, changes, seed):
           print_blob=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(programs())
 def test_random_programs_match_plain_jax(program):
+    assume(KNOWN_BUGS or not known_bug(program[0], program[1]))
     run_program(*program)
 
 
