@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install bench clean
+.PHONY: demo test fuzz install bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	PYTHONUNBUFFERED=1 $(PY) -m pytest --durations=10
+
+# 10000 random stateful programs against plain JAX (hours); BRAINX_FUZZ_EXAMPLES=N for fewer
+fuzz: $(STAMP)
+	BRAINX_FUZZ_EXAMPLES=$${BRAINX_FUZZ_EXAMPLES:-10000} BRAINX_FUZZ_RANDOM=1 \
+		$(PY) -m pytest -q tests/test_fuzz_programs.py --hypothesis-show-statistics
 
 bench: $(STAMP)
 	$(PY) benchmarks/dispatch.py
