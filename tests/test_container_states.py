@@ -149,19 +149,7 @@ def test_in_place_mutation_is_recorded_as_a_write(kind):
     same(s.value, _initial(kind))
 
 
-STALE_STRING = pytest.mark.xfail(strict=True, reason=(
-    "bug: transform.jit reuses its trace when only a string leaf of a state changed, so the "
-    "string the trace saw is baked in (see test_jit_sees_a_changed_string_leaf)"))
-STATIC_UNDER_VMAP = pytest.mark.xfail(strict=True, reason=(
-    "bug: under vmap(in_states=s), s.value is a StaticLeaves wrapper when s holds a string "
-    "leaf (see test_vmap_in_states_with_a_string_leaf)"))
-
-
-def _marked(kinds, marks):
-    return [pytest.param(k, marks=marks[k]) if k in marks else k for k in kinds]
-
-
-@pytest.mark.parametrize("kind", _marked(KINDS, {"string_change": STALE_STRING}))
+@pytest.mark.parametrize("kind", KINDS)
 def test_jit_threads_the_mutation_over_repeated_calls(kind):
     s = brainx.State(_initial(kind))
     ref = brainx.State(_initial(kind))
@@ -179,8 +167,7 @@ def _stack(trees):
     return jax.tree.map(lambda *a: a[0] if isinstance(a[0], str) else jnp.stack(a), *trees)
 
 
-@pytest.mark.parametrize("kind", _marked(KINDS, {"string_leaf": STATIC_UNDER_VMAP,
-                                                 "string_change": STATIC_UNDER_VMAP}))
+@pytest.mark.parametrize("kind", KINDS)
 def test_vmap_of_a_batched_container(kind):
     batched = _stack([_initial(kind)] * LANES)
     batched = jax.tree.map(lambda a: a if isinstance(a, str) else a * jnp.arange(
@@ -242,9 +229,6 @@ def test_an_exception_leaves_states_and_containers_untouched(kind, name):
 
 # -- minimal repros of the bugs marked above ---------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: transform.jit keeps using a trace after a string leaf of a state it reads changed "
-    "(jax.jit would retrace: a string is static data); the old string's effect is baked in"))
 def test_jit_sees_a_changed_string_leaf():
     s = brainx.State({"tag": "a", "v": jnp.zeros(2)})
     f = transform.jit(lambda: jnp.float32(len(s.value["tag"])))
@@ -253,8 +237,6 @@ def test_jit_sees_a_changed_string_leaf():
     assert float(f()) == 3.0  # brainx: 1.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: transform.jit writes back the string its first trace produced on every call"))
 def test_jit_appends_to_a_string_leaf_on_every_call():
     t = brainx.State({"tag": "a"})
 
@@ -267,18 +249,12 @@ def test_jit_appends_to_a_string_leaf_on_every_call():
     assert t.value == {"tag": "a!!"}  # brainx: {"tag": "a!"}
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "bug: vmap(in_states=s) hands the function brainx's internal StaticLeaves wrapper "
-    "instead of s's dict when s holds a string leaf"))
 def test_vmap_in_states_with_a_string_leaf():
     b = brainx.State({"tag": "a", "v": jnp.zeros((3, 2))})
     out = transform.vmap(lambda x: b.value["v"].sum() + x, in_states=b)(jnp.ones(3))
     same(out, jnp.ones(3))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "error message: a loop that changes a string leaf shows 'before <StaticLeaves object at "
-    "0x...>, after <StaticLeaves object at 0x...>' instead of the two types"))
 def test_loop_changing_a_string_leaf_names_the_types():
     s = brainx.State({"tag": "a", "v": jnp.zeros(2)}, name="box")
     with pytest.raises(brainx.StateTypeError, match="name='box'") as info:

@@ -23,8 +23,10 @@ The program runs two ways:
 After every call the outputs, gradients and every state must agree. A program
 that raises inside a transform must leave every state as it was.
 
-``BRAINX_FUZZ_SHARED_HELPERS=1`` makes every operation call the same
-module-level raw helpers (see :func:`raw_helper_for_site`).
+Every operation calls the same module-level raw helpers, so a program may call
+one helper twice in a trace with the state it reads written in between
+(``BRAINX_FUZZ_SHARED_HELPERS=0`` gives each operation its own; see
+:func:`raw_helper_for_site`).
 
 ``BRAINX_FUZZ_KNOWN_BUGS=1`` also runs programs that hit a bug already pinned by
 an xfail test (see :func:`known_bug`).
@@ -49,7 +51,7 @@ from brainx import transform
 
 EXAMPLES = int(os.environ.get("BRAINX_FUZZ_EXAMPLES", "12"))
 RANDOM = bool(os.environ.get("BRAINX_FUZZ_RANDOM"))
-SHARED_HELPERS = bool(os.environ.get("BRAINX_FUZZ_SHARED_HELPERS"))
+SHARED_HELPERS = os.environ.get("BRAINX_FUZZ_SHARED_HELPERS", "1") != "0"
 KNOWN_BUGS = bool(os.environ.get("BRAINX_FUZZ_KNOWN_BUGS"))  # also run programs of known_bug()
 
 # -- the states of one program, and two views of them ------------------------------------------
@@ -264,12 +266,12 @@ def build_op(op):
 def raw_helper_for_site():
     """The raw helpers one operation calls: ``helper(kind, src)``.
 
-    With ``SHARED_HELPERS`` every operation calls the module-level ones, so a
-    program may call the same helper twice in one trace with the state it reads
-    written in between; brainx then silently uses the first value (a known
-    bug: see ``test_known_bug_a_shared_helper_twice_in_one_trace``). By
-    default each operation gets its own helpers, built once per program and
-    reused by every call of it (so JAX's caches are still hit across calls).
+    With ``SHARED_HELPERS`` (the default) every operation calls the
+    module-level ones, so a program may call the same helper twice in one
+    trace with the state it reads written in between (this once gave the
+    first value: see ``test_a_shared_helper_twice_in_one_trace``). Otherwise
+    each operation gets its own helpers, built once per program and reused by
+    every call of it (so JAX's caches are still hit across calls).
     """
     if SHARED_HELPERS:
         return lambda k, s: RAW[k, s]
@@ -507,9 +509,7 @@ def test_random_programs_match_plain_jax(program):
     run_program(*program)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: a raw helper called twice in one brainx trace, with the state it reads written in "
-    "between, reuses JAX's cached trace and so the state's first value (all raw kinds)"))
-def test_known_bug_a_shared_helper_twice_in_one_trace(monkeypatch):
+def test_a_shared_helper_twice_in_one_trace(monkeypatch):
+    """Once a bug: the second call reused JAX's cached trace with the state's first value."""
     monkeypatch.setitem(globals(), "SHARED_HELPERS", True)
     run_program("jit", [("raw", "scan", "X"), ("raw", "scan", "X")], ["none"], 0)

@@ -427,9 +427,6 @@ def test_a_scan_body_writing_a_state_then_writing_the_carry_back_works(outer):
         close((ys, H.value), (jnp.stack(want), h))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: a raw helper called twice in one brainx trace, with the state it reads written in "
-    "between, reuses JAX's cached trace and with it the state's first (traced) value"))
 @pytest.mark.parametrize("kind", KINDS)
 def test_helper_called_twice_in_one_trace_with_a_write_in_between(kind):
     h = RAW[kind]

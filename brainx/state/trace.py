@@ -308,7 +308,7 @@ class TransformScope(StateTraceStack):
                  check_write: Optional[Callable[[Any, Any], None]] = None):
         super().__init__(name)
         self._lift = lift
-        self._check_write = check_write
+        self._check_write = check_write  # check_write(state, value), after-write hook included
         self.overlay: Dict[Any, Any] = {}
 
     def read_value(self, state) -> Any:

@@ -33,7 +33,7 @@ from jax._src import source_info_util as _source_info_util
 from jax._src.array import ArrayImpl as _ArrayImpl
 from jax._src.interpreters import partial_eval as _pe
 
-__all__ = ["trace_to_jaxpr", "new_input", "current_trace", "abstractify", "eval_jaxpr",
+__all__ = ["trace_to_jaxpr", "new_input", "new_cache_epoch", "current_trace", "abstractify", "eval_jaxpr",
            "CONCRETE_ARRAY", "jit_disabled"]
 
 #: The type of a concrete (not traced) JAX array: what a compiled call returns.
@@ -72,6 +72,15 @@ def abstractify(x: Any) -> Any:
 def new_input(trace: Any, aval: Any) -> Any:
     """A new input of the jaxpr ``trace`` is building, of type ``aval``: its tracer."""
     return trace.new_arg(aval, source_info=_source_info_util.current())
+
+
+def new_cache_epoch() -> None:
+    """Give the running brainx trace a fresh trace-cache key (a state was written).
+
+    A raw helper that reads a state and is called again after the state was
+    written in the same trace must be traced again, not reused.
+    """
+    _TRACE_ID.set_local(next(_IDS))
 
 
 def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[Any],

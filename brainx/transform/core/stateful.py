@@ -49,7 +49,7 @@ from brainx.transform.core.state_values import (
     is_array_leaf,
 )
 from brainx.transform.core.jaxpr_builder import (
-    abstractify, current_trace, eval_jaxpr, new_input, trace_to_jaxpr,
+    abstractify, current_trace, eval_jaxpr, new_cache_epoch, new_input, trace_to_jaxpr,
 )
 
 __all__ = [
@@ -92,14 +92,20 @@ class JaxprTrace:
     inputs: Tuple[int, ...]
     out_tree: Any
     written_specs: Tuple[WrittenSpec, ...]
+    # For each input state whose value had leaves JAX cannot trace (a string): its tree
+    # structure and those leaves, which the trace baked in (None: all leaves are arrays).
+    input_statics: Tuple[Any, ...] = ()
 
     def flat_inputs(self, state_values: Sequence[Any], arg_leaves: Sequence[Any]):
         """The jaxpr's input list for these values, or ``None`` if their types do not fit."""
         if len(arg_leaves) != len(self.arg_mask):
             return None
         flat = [x for x, m in zip(arg_leaves, self.arg_mask) if m]
-        for i in self.inputs:
-            flat += [x for x in jax.tree.leaves(state_values[i]) if is_array_leaf(x)]
+        for i, statics in zip(self.inputs, self.input_statics or [None] * len(self.inputs)):
+            value = state_values[i]
+            if statics is not None and _static_part(value) != statics:
+                return None  # a string (or other static leaf) changed: trace again
+            flat += [x for x in jax.tree.leaves(value) if is_array_leaf(x)]
         if len(flat) != len(self.in_avals):
             return None
         for x, aval in zip(flat, self.in_avals):
@@ -159,6 +165,14 @@ class StateSignature:
     @property
     def write_indices(self) -> Tuple[int, ...]:
         return tuple(i for i, w in enumerate(self.written) if w)
+
+
+def _static_part(value: Any) -> Any:
+    """``(treedef, non-array leaves)`` of a state value (unwrapping ``StaticLeaves``)."""
+    if type(value) is StaticLeaves:
+        value = value.tree
+    leaves, treedef = jax.tree.flatten(value)
+    return treedef, tuple(x for x in leaves if not is_array_leaf(x))
 
 
 def _same_type(x: Any, aval: Any) -> bool:
@@ -322,7 +336,7 @@ class StatefulFunction(StatefulFunctionAPI):
             it = iter(arrays)
             full = [next(it) if m else x for x, m in zip(leaves, arg_mask)]
             args, kwargs = self.merge_args(key, *jax.tree.unflatten(tree, full))
-            scope = TransformScope(self.name, lift)
+            scope = TransformScope(self.name, lift, lambda state, value: new_cache_epoch())
             with scope:
                 out = self.fun(*args, **kwargs)
             states = scope.states
@@ -333,9 +347,11 @@ class StatefulFunction(StatefulFunctionAPI):
             new_values = [scope.overlay[s] for s, w in zip(states, written) if w]
             specs = tuple(WrittenSpec.of(v) for v in new_values)
             out_leaves, out_tree = jax.tree.flatten(out)
+            inputs = tuple(i for i, s in enumerate(states) if s in lifted)
+            statics = tuple(_lifted_statics(lifted[states[i]]) for i in inputs)
             found.update(states=states, written=written,
-                         read=tuple(scope.was_read(s) for s in states),
-                         inputs=tuple(i for i, s in enumerate(states) if s in lifted),
+                         read=tuple(scope.was_read(s) for s in states), inputs=inputs,
+                         input_statics=statics if any(x is not None for x in statics) else (),
                          out_tree=out_tree, specs=specs)
             flat_new = [x for spec, v in zip(specs, new_values) for x in spec.arrays(v)]
             return out_leaves + flat_new
@@ -343,7 +359,8 @@ class StatefulFunction(StatefulFunctionAPI):
         jaxpr, consts = trace_to_jaxpr(traced, in_avals, self.name)
         trace = JaxprTrace(jaxpr=jaxpr, consts=consts, arg_mask=arg_mask,
                            in_avals=tuple(v.aval for v in jaxpr.invars), inputs=found["inputs"],
-                           out_tree=found["out_tree"], written_specs=found["specs"])
+                           out_tree=found["out_tree"], written_specs=found["specs"],
+                           input_statics=found["input_statics"])
         return StateSignature(states=found["states"], written=found["written"],
                               read=found["read"], trace=trace)
 
@@ -424,6 +441,12 @@ def _refuse_foreign_tracers(state: State, value: Any, trace: Any, where: str) ->
                 "(brainx.transform.jit, checkpoint, scan, for_loop, cond, while_loop), or "
                 "return the value from the helper and write the state outside it. No state "
                 "was changed.")
+
+
+def _lifted_statics(lifted: Tuple[Any, list]) -> Any:
+    treedef, leaves = lifted
+    statics = tuple(x for x in leaves if not isinstance(x, Tracer) and not is_array_leaf(x))
+    return (treedef, statics) if statics else None
 
 
 def _mutated_in_place(value: Any, lifted: Tuple[Any, list]) -> bool:
