@@ -111,6 +111,7 @@ def brainx_variants(net: Net):
         return loss
 
     ck_step = bt.checkpoint(net.step, prevent_cse=False)
+    nothing_saveable = jax.checkpoint_policies.nothing_saveable
     cfl = bt.checkpointed_for_loop
     return {
         "brainx states in lax.scan": lax_scan_loss(net.step),
@@ -120,7 +121,7 @@ def brainx_variants(net: Net):
         "ckpt for_loop per_step_remat": loop_loss(cfl, net.step, checkpoint="per_step_remat"),
         "ckpt for_loop nested_remat": loop_loss(cfl, net.step, checkpoint="nested_remat"),
         "ckpt for_loop nested_remat, keep carries": loop_loss(
-            cfl, net.step, checkpoint=bt.NestedRemat(policy=jax.checkpoint_policies.nothing_saveable)),
+            cfl, net.step, checkpoint=bt.NestedRemat(policy=nothing_saveable)),
         "ckpt for_loop nested (default)": loop_loss(cfl, net.step),
         "ckpt for_loop nested, levels=2": loop_loss(
             cfl, net.step, checkpoint=bt.Nested(levels=2)),
@@ -128,7 +129,7 @@ def brainx_variants(net: Net):
             cfl, net.step, checkpoint=bt.Nested(levels=3)),
         "ckpt for_loop nested, base=16": loop_loss(cfl, net.step, base=16),
         "ckpt for_loop nested, keep carries": loop_loss(
-            cfl, net.step, checkpoint=bt.Nested(policy=jax.checkpoint_policies.nothing_saveable)),
+            cfl, net.step, checkpoint=bt.Nested(policy=nothing_saveable)),
         "ckpt for_loop nested, unroll=5": loop_loss(cfl, net.step, unroll=5),
         "ckpt for_loop binomial(16)": loop_loss(cfl, net.step, checkpoint=bt.Binomial(16)),
         "ckpt for_loop binomial(32)": loop_loss(cfl, net.step, checkpoint=bt.Binomial(32)),

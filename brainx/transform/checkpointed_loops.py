@@ -90,7 +90,9 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
         The number of steps; required when ``xs`` is ``None``.
     base : int, optional
         brainstate's keyword: segments of ``base ** k`` steps (``Nested(base=base)``).
-        brainstate's default is 16; here the default is two balanced levels.
+        brainstate's default is 16; here the default is balanced levels, two up to
+        10 000 steps and one more for each factor 100 (see
+        :func:`~brainx.transform.checkpoint_strategies.default_levels`).
     pbar : bool, int or ProgressBar, optional
         A progress bar, moved by the forward pass.
     checkpoint : strategy or str, optional
@@ -98,7 +100,10 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
         ``"remat"``, ``"binomial"``, or a strategy object such as
         ``Nested(levels=3)`` or ``Binomial(snapshots=16)``.
     reverse, unroll
-        As in :func:`~brainx.transform.scan`.
+        As in :func:`~brainx.transform.scan`. ``unroll`` unrolls what JAX
+        differentiates for ``"remat"`` and ``"nested_remat"``, and only the
+        loops that apply the step VJPs for ``"nested"`` (``"binomial"``
+        ignores it).
 
     Returns
     -------

@@ -47,7 +47,7 @@ def _rows(xs, start, size):
 
 
 def _split(xs, count, stride):
-    """Every leaf of ``xs`` (``count * stride`` rows) as ``(count, stride, ...)``: a free reshape."""
+    """Every leaf of ``xs`` (``count * stride`` rows) as ``(count, stride, ...)``, free."""
     return jax.tree.map(lambda a: a.reshape((count, stride) + a.shape[1:]), xs)
 
 
@@ -60,14 +60,17 @@ def nested_remat_scan(body: Callable, consts, init, xs, plan: SegmentPlan, *, re
     segments, so its reverse pass recomputes one segment at a time; the
     innermost scan is differentiated as JAX differentiates a scan (it keeps
     the steps' residuals), unless ``policy`` is given, which puts
-    ``jax.checkpoint(policy=policy)`` on each step. That is the nested scan
-    one writes by hand: one forward pass per level.
+    ``jax.checkpoint(policy=policy)`` on each step (one more forward pass).
+    Without a policy this is the nested scan one writes by hand: one forward
+    pass per level.
 
     Inputs reach each segment as its own rows of ``xs``, scanned: a level
     without a tail reshapes its rows to ``(count, stride, ...)`` (no copy),
     and JAX then forwards an input that a step's VJP needs instead of
     stacking a copy of it. A level with a tail slices a segment's rows inside
-    the checkpointed segment (recomputed on the way back, never stored).
+    the checkpointed segment (recomputed on the way back, never stored). With
+    a ``policy``, a step reads its row of ``xs`` inside its checkpoint, so no
+    row is kept at all.
     Works in index space: a level covering indices ``[o, o + L)`` runs its
     segments (and its tail, the highest indices) in loop order, so ``ys``
     comes out stacked by index for either direction, as from ``lax.scan``.
@@ -75,42 +78,59 @@ def nested_remat_scan(body: Callable, consts, init, xs, plan: SegmentPlan, *, re
     total = plan.length
     if total == 0:  # nothing to index: a plain empty scan gives the output types
         return lax.scan(lambda c, x: body(consts, c, x), init, xs, length=0)
-    step = lambda c, x: body(consts, c, x)
-    if policy is not None:
-        step = jax.checkpoint(step, prevent_cse=False, policy=policy)
 
-    def leaf_step(o):
-        def run(c, xj):
-            x, j = xj
-            c, y = step(c, x)
+    # Offsets o (the index of a segment's first step) are computed only where used: an
+    # index scanned but unused would still be stacked for the reverse pass.
+    indexed = monitor is not None or policy is not None
+
+    def scan(f, c, rows, length):
+        """``lax.scan`` of ``f(c, rows_j, j)`` over ``rows`` (or only ``j``), as needed."""
+        if not indexed:
+            return lax.scan(lambda c, r: f(c, r, None), c, rows, length=length,
+                            reverse=reverse, unroll=unroll)
+        return lax.scan(lambda c, rj: f(c, *rj), c, (rows, jnp.arange(length)),
+                        reverse=reverse, unroll=unroll)
+
+    def leaf(c, xs, o, length):
+        """The steps ``[o, o + length)`` without segments; ``xs`` holds their rows."""
+        if policy is None:
+            step = lambda c, x, j: body(consts, c, x)
+        else:  # the step reads its row of all_xs inside the checkpoint: no row is kept
+            step = jax.checkpoint(lambda c, x, j: body(consts, c, take(all_xs, o + j)),
+                                  prevent_cse=False, policy=policy)
+
+        def one(c, x, j):
+            c, y = step(c, x, j)
             if monitor is not None:
                 monitor(total - (o + j) if reverse else o + j + 1, c, y)
             return c, y
-        return run
+
+        return scan(one, c, xs, length)
 
     def run(node: SegmentPlan, c, xs, o):
-        """The steps ``[o, o + node.length)``; ``xs`` holds exactly their rows."""
+        """The steps ``[o, o + node.length)``; ``xs`` holds exactly their rows (or is
+        ``None`` when the steps read ``all_xs``)."""
         if node.is_leaf:
-            return lax.scan(leaf_step(o), c, (xs, jnp.arange(node.length)), reverse=reverse,
-                            unroll=unroll)
-        size = node.count * node.stride
-        if node.tail is None:  # the rows split without a copy: scan them
-            def segment(c, xk):
-                return run(node.child, c, xk[0], o + xk[1] * node.stride)
-            scanned = (_split(xs, node.count, node.stride), jnp.arange(node.count))
+            return leaf(c, xs, o, node.length)
+        size, stride = node.count * node.stride, node.stride
+        if node.tail is None or xs is None:  # the rows split without a copy: scan them
+            def segment(c, rows, k):
+                return run(node.child, c, rows, None if k is None else o + k * stride)
+            rows = None if xs is None else _split(xs, node.count, stride)
         else:  # slicing here would copy all rows: slice one segment's, inside it
-            def segment(c, k):
-                return run(node.child, c, _rows(xs, k * node.stride, node.stride),
-                           o + k * node.stride)
-            scanned = jnp.arange(node.count)
+            def segment(c, k, _):
+                return run(node.child, c, _rows(xs, k * stride, stride),
+                           None if o is None else o + k * stride)
+            rows = jnp.arange(node.count)
 
         segment = jax.checkpoint(segment, prevent_cse=False)
-        tail = jax.checkpoint(lambda c: run(node.tail, c, _rows(xs, size, node.length - size),
-                                            o + size), prevent_cse=False)
+        tail_xs = lambda: None if xs is None else _rows(xs, size, node.length - size)
+        tail = jax.checkpoint(lambda c: run(node.tail, c, tail_xs(),
+                                            None if o is None else o + size), prevent_cse=False)
         y_tail = None
         if node.tail is not None and reverse:
             c, y_tail = tail(c)
-        c, ys = lax.scan(segment, c, scanned, reverse=reverse)
+        c, ys = scan(segment, c, rows, node.count)
         if node.tail is not None and not reverse:
             c, y_tail = tail(c)
         ys = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), ys)
@@ -118,4 +138,6 @@ def nested_remat_scan(body: Callable, consts, init, xs, plan: SegmentPlan, *, re
             ys = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), ys, y_tail)
         return c, ys
 
-    return run(plan, init, xs, jnp.zeros((), jnp.int32))
+    all_xs = xs
+    return run(plan, init, xs if policy is None else None,
+               jnp.zeros((), jnp.int32) if indexed else None)

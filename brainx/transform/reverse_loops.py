@@ -188,7 +188,7 @@ def _depends_on_inputs(jaxpr) -> List[bool]:
     return [isinstance(v, jex_core.Var) and v in dep for v in jaxpr.outvars]
 
 
-def _record(step, c0, length: int, stride: int, *, reverse: bool, unroll: int,
+def _record(step, c0, length: int, stride: int, *, reverse: bool,
             monitor: Optional[Callable] = None):
     """Run ``step(c, i) -> (c, y)`` over the indices ``[0, length)`` in loop order, keeping
     the carry before every segment of ``stride`` steps.
@@ -197,7 +197,8 @@ def _record(step, c0, length: int, stride: int, *, reverse: bool, unroll: int,
     of ``stride`` steps, then a tail of the remaining steps (in loop order: with
     ``reverse`` the tail holds the lowest indices). Each segment is a scan inside
     a scan whose outputs stack the segment-start carries, so no step rewrites
-    a buffer of kept carries (which XLA may copy whole when the loop is unrolled).
+    a buffer of kept carries (XLA copied such a buffer whole at every step of an
+    unrolled loop).
 
     Returns ``((final carry, ys), kept)``: ``ys`` stacked by index as from
     ``lax.scan``; ``kept`` is ``None`` with ``stride=0``, else ``(starts,
@@ -211,7 +212,7 @@ def _record(step, c0, length: int, stride: int, *, reverse: bool, unroll: int,
             if monitor is not None:
                 monitor(length - i if reverse else i + 1, c, y)
             return c, y
-        return lax.scan(one, c, jnp.arange(size), reverse=reverse, unroll=unroll)
+        return lax.scan(one, c, jnp.arange(size), reverse=reverse)
 
     if not stride:
         return steps(c0, 0, length), None
@@ -237,7 +238,9 @@ def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unrol
 
     A leaf segment runs forward once keeping each step's VJP residuals (those
     that vary from step to step; the others are computed once), then applies
-    them in reverse.
+    them in reverse. ``unroll`` unrolls that last loop only: there XLA can merge
+    the gradient updates of consecutive steps into one pass over each
+    accumulator; unrolled forward loops ran slower on CPU and cost compile time.
     """
     varying, invariant = rev.split_residuals(c0)
     # A residual that is the step's input slice itself is read again from xs, not stored.
@@ -257,8 +260,7 @@ def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unrol
 
     def node(p: SegmentPlan, c, o, state, kept=None, flip=False):
         if p.is_leaf:
-            _, stacked = lax.scan(lambda c, j: forward(c, o + j), c, jnp.arange(p.length),
-                                  unroll=unroll)
+            _, stacked = lax.scan(lambda c, j: forward(c, o + j), c, jnp.arange(p.length))
 
             def back(state, j):
                 return rev.apply(state, merge(take(stacked, j), o + j), o + j), None
@@ -266,7 +268,7 @@ def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unrol
             return lax.scan(back, state, jnp.arange(p.length), reverse=True, unroll=unroll)[0]
         if kept is None:  # in step order: step t reads its input at rev.index(t)
             step = lambda c, t: (rev.advance(c, o + t), None)
-            _, kept = _record(step, c, p.length, p.stride, reverse=False, unroll=unroll)
+            _, kept = _record(step, c, p.length, p.stride, reverse=False)
         starts, tail_start = kept
         if p.tail is not None:
             state = node(p.tail, tail_start, o + p.count * p.stride, state)
@@ -311,7 +313,11 @@ def _strong(x):
 
 def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, unroll: int,
              schedule, monitor: Optional[Callable] = None):
-    """``lax.scan`` of ``body(consts, carry, x) -> (carry, y)``, reversed by ``schedule``."""
+    """``lax.scan`` of ``body(consts, carry, x) -> (carry, y)``, reversed by ``schedule``.
+
+    ``unroll`` unrolls the loops that apply the step VJPs of a :class:`Nested`
+    schedule; the forward loops stay rolled (``Binomial`` unrolls nothing).
+    """
     if length == 0:
         return lax.scan(lambda c, x: body(consts, c, x), init, xs, length=0)
     init = jax.tree.map(_strong, init)
@@ -323,7 +329,7 @@ def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, un
 
     def forward(cs, c0, xs, keep=stride):
         return _record(lambda c, i: f(cs, c, take(xs, i)), c0, length, keep, reverse=reverse,
-                       unroll=unroll, monitor=monitor)
+                       monitor=monitor)
 
     @jax.custom_vjp
     def loop(cs, c0, xs):  # not differentiated: keep nothing
