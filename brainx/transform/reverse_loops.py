@@ -206,13 +206,17 @@ def _record(step, c0, length: int, stride: int, *, reverse: bool,
     ``reverse`` the first segment run is the last row) and the carry before the tail.
     """
     def steps(c, start, size):
-        def one(c, j):
-            i = start + j
+        def one(carry, _):  # the index is counted in the carry: a scanned arange is a buffer
+            c, i = carry
             c, y = step(c, i)
             if monitor is not None:
                 monitor(length - i if reverse else i + 1, c, y)
-            return c, y
-        return lax.scan(one, c, jnp.arange(size), reverse=reverse)
+            return (c, i - 1 if reverse else i + 1), y
+
+        first_i = start + size - 1 if reverse else start
+        (c, _), ys = lax.scan(one, (c, jnp.asarray(first_i, jnp.int32)), None, length=size,
+                              reverse=reverse)
+        return c, ys
 
     if not stride:
         return steps(c0, 0, length), None
