@@ -131,6 +131,8 @@ def brainx_variants(net: Net):
         "ckpt for_loop nested, keep carries": loop_loss(
             cfl, net.step, checkpoint=bt.Nested(policy=nothing_saveable)),
         "ckpt for_loop nested, unroll=5": loop_loss(cfl, net.step, unroll=5),
+        "ckpt for_loop nested, levels=2, unroll=5": loop_loss(
+            cfl, net.step, checkpoint=bt.Nested(levels=2), unroll=5),
         "ckpt for_loop binomial(16)": loop_loss(cfl, net.step, checkpoint=bt.Binomial(16)),
         "ckpt for_loop binomial(32)": loop_loss(cfl, net.step, checkpoint=bt.Binomial(32)),
     }

@@ -102,6 +102,19 @@ def test_no_step_rewrites_a_buffer_of_kept_carries():
     assert "dynamic_update_slice" not in jaxpr   # xs is not differentiated: nothing to write
 
 
+def test_nested_unrolls_its_reverse_sweep_by_default_and_nothing_else():
+    w, xs = _data(60)
+
+    def unrolled(unroll):
+        jaxpr = str(jax.make_jaxpr(jax.grad(_loss), static_argnums=(2, 3, 4))(
+            w, xs, Nested(segments=(12, 4)), False, unroll))
+        return jaxpr.count("unroll=5"), jaxpr.count("unroll=1")
+
+    default, rolled = unrolled(None), unrolled(1)
+    assert default[0] == 1 and rolled[0] == 0        # one innermost reverse sweep
+    assert default[1] == rolled[1] - 1 > 0           # every other loop stays rolled
+
+
 def test_default_levels_grow_with_the_length():
     assert SEGMENTS_PER_LEVEL == 100
     assert [default_levels(t) for t in (1, 1000, 10_000, 10_001, 10 ** 6, 10 ** 6 + 1)] == [
@@ -111,7 +124,7 @@ def test_default_levels_grow_with_the_length():
         return 1 if p.is_leaf else 1 + depth(p.child)
 
     assert depth(Nested().plan(10_000)) == 2 and depth(Nested().plan(16_000)) == 3
-    assert depth(NestedRemat().plan(16_000)) == 3
+    assert depth(NestedRemat().plan(16_000)) == 2   # its levels each have gradient buffers
     assert depth(Nested(levels=2).plan(16_000)) == 2            # an explicit choice stays
     plan = Nested().plan(16_000)   # 25 segments of 640 = 20 x 32: the shorter innermost
     assert (plan.stride, plan.child.stride) == (640, 20)

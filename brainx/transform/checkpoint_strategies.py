@@ -24,8 +24,8 @@ nested ``lax.scan``, the nested scan one writes by hand, which JAX
 differentiates in any mode (forward mode, higher order).
 
 How many levels. Unless ``levels``, ``segments`` or ``base`` is given,
-``Nested`` and ``NestedRemat`` take the fewest levels with at most
-:data:`SEGMENTS_PER_LEVEL` (100) segments per level (:func:`default_levels`):
+``Nested`` takes the fewest levels with at most :data:`SEGMENTS_PER_LEVEL`
+(100) segments per level (:func:`default_levels`); ``NestedRemat`` takes 2:
 
 ==================  ======  ==================================================
 steps T             levels  segments (balanced, a divisor of T when one is near)
@@ -35,12 +35,12 @@ up to 1 000 000     3       about T^(1/3) per level (16 000: 25 x 32 x 20)
 each factor 100     +1
 ==================  ======  ==================================================
 
-Memory falls from about ``2 sqrt(T)`` to ``3 T^(1/3)`` kept values, for one
-more forward pass. On CPU (``benchmarks/remat_memory.py``, 256 units) that
-pass costs about 0.3x the no-remat time at 1000-8000 steps, so two levels stay
-there; at 16 000 steps the no-remat loop has slowed down (its residuals no
-longer fit in cache) and three levels ran in about 1.25x its time, with a
-third of the memory of two levels.
+A level more keeps about ``3 T^(1/3)`` values instead of ``2 sqrt(T)`` (at
+16 000 steps, 256 units: 264 KiB instead of 827 KiB) for one more forward
+pass of the carries, about +0.3x the no-remat time on CPU. ``Nested``
+unrolls its reverse sweep by 5 by default (a loop's ``unroll``), which more
+than pays for it: at 16 000 steps three levels ran in about 1.1x the no-remat
+time (``benchmarks/remat_memory.py``; 1.7x rolled).
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ class CheckpointStrategy:
 
     #: the strategy runs its own reverse pass (``jax.custom_vjp``)
     custom_vjp: bool = False
+    #: what a loop's default ``unroll=None`` means with this strategy
+    default_unroll: int = 1
 
     def scan(self, body: Callable, consts, init, xs, length: int, *, reverse: bool,
              unroll: int, monitor: Optional[Callable] = None):
@@ -155,9 +157,11 @@ class NestedRemat(_Segmented):
 
     Parameters
     ----------
-    levels : int, optional
+    levels : int
         Number of levels; segment lengths are about ``length ** (k / levels)``.
-        By default chosen from the length (:func:`default_levels`).
+        2 by default, whatever the length: each level has its own gradient
+        buffers, so a third level can cost more than it saves (at 16 000
+        steps, 256 units: 1376 KiB for three levels, 1144 KiB for two).
     segments : int or tuple of int, optional
         Explicit segment lengths, outermost first (overrides ``levels``).
     base : int, optional
@@ -167,6 +171,8 @@ class NestedRemat(_Segmented):
         ``jax.checkpoint``: ``nothing_saveable`` keeps only each step's carry
         (less memory, one more forward pass).
     """
+
+    levels: Optional[int] = 2
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
         from brainx.transform.remat_loops import nested_remat_scan
@@ -178,16 +184,18 @@ class NestedRemat(_Segmented):
 class Nested(_Segmented):
     """Nested segments with a hand-written reverse pass (the default strategy).
 
-    Like :class:`NestedRemat` (same parameters, the same default levels),
-    but the reverse pass is a ``jax.custom_vjp``: it walks the segments
+    Like :class:`NestedRemat` (same parameters, but ``levels`` defaults to
+    :func:`default_levels`, more for long loops), but the reverse pass is a
+    ``jax.custom_vjp``: it walks the segments
     backwards, recomputes each innermost segment's step residuals and applies
     each step's VJP, threading one gradient accumulator through all levels.
     Memory: the segment-start carries of every level plus one innermost
     segment's residuals. Time: one forward pass per level plus one step VJP
     per step. Reverse mode only (``jax.grad``, ``jax.vjp``,
     ``brainx.transform.grad``, grad of grad); use :class:`NestedRemat` for
-    forward mode. A loop's ``unroll`` unrolls the loops that apply the step
-    VJPs; the forward loops stay rolled (unrolled, they ran slower on CPU).
+    forward mode. A loop's ``unroll`` (5 by default) unrolls the loops that
+    apply the step VJPs, where XLA then merges consecutive steps' gradient
+    updates; the forward loops stay rolled (unrolled, they ran slower on CPU).
 
     ``policy`` (a ``jax.checkpoint_policies`` policy) limits the residuals
     the innermost segment keeps: ``nothing_saveable`` keeps only each step's
@@ -205,6 +213,8 @@ class Nested(_Segmented):
     """
 
     custom_vjp = True
+    #: the reverse sweep unrolled by 5 ran 1.3x-2x faster on CPU (256 units) for +0.2-1 s compile
+    default_unroll = 5
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
         from brainx.transform.reverse_loops import vjp_scan

@@ -52,8 +52,9 @@ class _CheckpointedScan(_Scan):
             return (states, c), y
 
         monitor = None if runner is None else (lambda done, carry, y: runner(done, carry[1], y))
+        unroll = self.strategy.default_unroll if self.unroll is None else self.unroll
         (states, c), ys = self.strategy.scan(body, consts, (written, init), xs, self.length,
-                                             reverse=self.reverse, unroll=self.unroll,
+                                             reverse=self.reverse, unroll=unroll,
                                              monitor=monitor)
         write_state_values(sig.write_states, keep_weak_types(written, states))
         return c, ys
@@ -70,7 +71,7 @@ def _run_checkpointed_scan(kind: str, f: Callable, init, xs, length: Optional[in
 def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
                       base: Optional[int] = None, pbar: ProgressBar | bool | int | None = None,
                       *, checkpoint: CheckpointStrategy | str | None = None,
-                      reverse: bool = False, unroll: int | bool = 1):
+                      reverse: bool = False, unroll: int | bool | None = None):
     """A :func:`~brainx.transform.scan` whose gradient needs little memory.
 
     Computes exactly what ``scan(f, init, xs)`` computes (outputs, final
@@ -99,11 +100,14 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
         ``"nested"`` (default, :class:`Nested`), ``"nested_remat"``,
         ``"remat"``, ``"binomial"``, or a strategy object such as
         ``Nested(levels=3)`` or ``Binomial(snapshots=16)``.
-    reverse, unroll
-        As in :func:`~brainx.transform.scan`. ``unroll`` unrolls what JAX
-        differentiates for ``"remat"`` and ``"nested_remat"``, and only the
-        loops that apply the step VJPs for ``"nested"`` (``"binomial"``
-        ignores it).
+    reverse : bool
+        As in :func:`~brainx.transform.scan`.
+    unroll : int or bool, optional
+        Steps unrolled per loop iteration. For ``"remat"`` and
+        ``"nested_remat"`` it is passed to ``lax.scan`` (default 1); for
+        ``"nested"`` it unrolls only the loops that apply the step VJPs
+        (default 5: XLA then merges consecutive steps' gradient updates; the
+        forward loops stay rolled); ``"binomial"`` ignores it.
 
     Returns
     -------
@@ -136,7 +140,7 @@ def checkpointed_for_loop(f: Callable, *xs, length: Optional[int] = None,
                           base: Optional[int] = None,
                           pbar: ProgressBar | bool | int | None = None,
                           checkpoint: CheckpointStrategy | str | None = None,
-                          reverse: bool = False, unroll: int | bool = 1):
+                          reverse: bool = False, unroll: int | bool | None = None):
     """A :func:`~brainx.transform.for_loop` whose gradient needs little memory.
 
     Calls ``f(*x_t)`` for each step ``t`` and stacks the outputs, as
