@@ -2,24 +2,45 @@
 
 A strategy says which carries a loop keeps for its reverse pass and how it
 recomputes the rest. Every strategy gives the same outputs, final states and
-gradients; they differ in memory, time and which JAX transforms they support:
+gradients; they differ in memory, time and which JAX transforms they support
+(``L`` is the number of levels, T the number of steps):
 
-==================  ===================================  =========================  ============
-strategy            keeps                                recomputes each step       transforms
-==================  ===================================  =========================  ============
-``PerStepRemat``    every step's carry                   once (``jax.checkpoint``)  all
-``NestedRemat``     one carry per segment, per level     once per level             all
-``Nested``          one carry per segment, per level,    once per level             reverse mode
-                    one innermost segment's residuals
-``Binomial``        a fixed number of carries            O(log T) times, +1         reverse mode
-==================  ===================================  =========================  ============
+==================  =====================================  ===========================  ============
+strategy            keeps                                  recomputes each step         transforms
+==================  =====================================  ===========================  ============
+``PerStepRemat``    every step's carry                     once (``jax.checkpoint``)    all
+``Nested``          one carry per segment, per level,      ``L - 1`` times              reverse mode
+(the default)       one innermost segment's residuals
+``NestedRemat``     as ``Nested``, plus one gradient       ``L - 1`` times (``L`` with  all
+                    buffer per level for each constant     a ``policy``)
+``Binomial``        a fixed number of carries              O(log T) times, +1           reverse mode
+==================  =====================================  ===========================  ============
 
 ``Nested`` and ``Binomial`` write their own reverse pass (a ``jax.custom_vjp``)
 that threads one gradient accumulator through every level, so a
 differentiated loop constant (a weight matrix) costs one buffer, not one per
 level; ``NestedRemat`` builds the same segments from ``jax.checkpoint`` and
-nested ``lax.scan``, which JAX differentiates in any mode (forward mode,
-higher order) at the price of one accumulator per level.
+nested ``lax.scan``, the nested scan one writes by hand, which JAX
+differentiates in any mode (forward mode, higher order).
+
+How many levels. Unless ``levels``, ``segments`` or ``base`` is given,
+``Nested`` takes the fewest levels with at most :data:`SEGMENTS_PER_LEVEL`
+(100) segments per level (:func:`default_levels`); ``NestedRemat`` takes 2:
+
+==================  ======  ==================================================
+steps T             levels  segments (balanced, a divisor of T when one is near)
+==================  ======  ==================================================
+up to 10 000        2       about sqrt(T) of about sqrt(T) steps
+up to 1 000 000     3       about T^(1/3) per level (16 000: 25 x 32 x 20)
+each factor 100     +1
+==================  ======  ==================================================
+
+A level more keeps about ``3 T^(1/3)`` values instead of ``2 sqrt(T)`` (at
+16 000 steps, 256 units: 264 KiB instead of 827 KiB) for one more forward
+pass of the carries, about +0.3x the no-remat time on CPU. ``Nested``
+unrolls its reverse sweep by 5 by default (a loop's ``unroll``), which more
+than pays for it: at 16 000 steps three levels ran in about 1.1x the no-remat
+time (``benchmarks/remat_memory.py``; 1.7x rolled).
 """
 
 from __future__ import annotations
@@ -29,7 +50,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Tuple, Union
 
 __all__ = ["CheckpointStrategy", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
-           "as_strategy", "segment_sizes", "SegmentPlan"]
+           "as_strategy", "segment_sizes", "default_levels", "SEGMENTS_PER_LEVEL", "SegmentPlan"]
 
 
 class CheckpointStrategy:
@@ -37,6 +58,8 @@ class CheckpointStrategy:
 
     #: the strategy runs its own reverse pass (``jax.custom_vjp``)
     custom_vjp: bool = False
+    #: what a loop's default ``unroll=None`` means with this strategy
+    default_unroll: int = 1
 
     def scan(self, body: Callable, consts, init, xs, length: int, *, reverse: bool,
              unroll: int, monitor: Optional[Callable] = None):
@@ -73,9 +96,26 @@ class PerStepRemat(CheckpointStrategy):
                           policy=self.policy, prevent_cse=self.prevent_cse, monitor=monitor)
 
 
+#: The default plan has at most about this many segments per level.
+SEGMENTS_PER_LEVEL = 100
+
+
+def default_levels(length: int) -> int:
+    """Levels of the default plan for ``length`` steps: the fewest with at most
+    :data:`SEGMENTS_PER_LEVEL` segments per level, and at least 2.
+
+    >>> default_levels(1000), default_levels(10_000), default_levels(16_000), default_levels(10**7)
+    (2, 2, 3, 4)
+    """
+    levels = 2
+    while SEGMENTS_PER_LEVEL ** levels < length:
+        levels += 1
+    return levels
+
+
 @dataclass(frozen=True)
 class _Segmented(CheckpointStrategy):
-    levels: int = 2
+    levels: Optional[int] = None
     segments: Union[None, int, Tuple[int, ...]] = None
     base: Optional[int] = None
     policy: Optional[Callable] = None
@@ -87,17 +127,17 @@ class _Segmented(CheckpointStrategy):
                 raise ValueError(f"{type(self).__name__}: segments must be positive ints, got "
                                  f"{self.segments!r}.")
             object.__setattr__(self, "segments", segs)
-        if not isinstance(self.levels, int) or self.levels < 1:
-            raise ValueError(f"{type(self).__name__}: levels must be an int >= 1, got "
-                             f"{self.levels!r}.")
+        if self.levels is not None and (not isinstance(self.levels, int) or self.levels < 1):
+            raise ValueError(f"{type(self).__name__}: levels must be an int >= 1 or None (chosen "
+                             f"from the length), got {self.levels!r}.")
         if self.base is not None and (not isinstance(self.base, int) or self.base < 2):
             raise ValueError(f"{type(self).__name__}: base must be an int >= 2, got {self.base!r}.")
 
     def plan(self, length: int) -> "SegmentPlan":
         if self.segments is None and self.base is None:
-            return SegmentPlan.balanced(length, self.levels)
-        return SegmentPlan.build(length, segment_sizes(length, self.levels, self.segments,
-                                                       self.base))
+            return SegmentPlan.balanced(length, self.levels or default_levels(length))
+        return SegmentPlan.build(length, segment_sizes(length, segments=self.segments,
+                                                       base=self.base))
 
 
 @dataclass(frozen=True)
@@ -106,7 +146,10 @@ class NestedRemat(_Segmented):
 
     The loop is cut into segments (and each segment into sub-segments, for
     ``levels`` > 2); only the carries at segment starts are kept, and each
-    level recomputes its segment on the way back. Works under every JAX
+    level recomputes its segment on the way back, as the nested scan written
+    by hand does: ``jax.checkpoint`` on each segment, none on the step, so
+    the innermost segment is differentiated as JAX differentiates a scan (it
+    keeps the steps' residuals while it is reversed). Works under every JAX
     transform (forward mode and higher order included), but JAX gives each
     level its own accumulator for the gradient of a differentiated loop
     constant; :class:`Nested` avoids that. A progress bar also moves while
@@ -116,13 +159,20 @@ class NestedRemat(_Segmented):
     ----------
     levels : int
         Number of levels; segment lengths are about ``length ** (k / levels)``.
+        2 by default, whatever the length: each level has its own gradient
+        buffers, so a third level can cost more than it saves (at 16 000
+        steps, 256 units: 1376 KiB for three levels, 1144 KiB for two).
     segments : int or tuple of int, optional
         Explicit segment lengths, outermost first (overrides ``levels``).
     base : int, optional
         brainstate's ``base``: segments of ``base ** k`` steps, as many levels as needed.
     policy : callable, optional
-        A ``jax.checkpoint_policies`` policy for the innermost step.
+        A ``jax.checkpoint_policies`` policy put on each step with
+        ``jax.checkpoint``: ``nothing_saveable`` keeps only each step's carry
+        (less memory, one more forward pass).
     """
+
+    levels: Optional[int] = 2
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
         from brainx.transform.remat.remat_loops import nested_remat_scan
@@ -134,14 +184,18 @@ class NestedRemat(_Segmented):
 class Nested(_Segmented):
     """Nested segments with a hand-written reverse pass (the default strategy).
 
-    Like :class:`NestedRemat` (same parameters), but the reverse pass is a
-    ``jax.custom_vjp``: it walks the segments backwards, recomputes each
-    innermost segment's carries and applies each step's VJP, threading one
-    gradient accumulator through all levels. Memory: the segment-start
-    carries of every level plus one innermost segment's carries. Time: one
-    forward pass per level plus one step VJP per step. Reverse mode only
-    (``jax.grad``, ``jax.vjp``, ``brainx.transform.grad``, grad of grad);
-    use :class:`NestedRemat` for forward mode.
+    Like :class:`NestedRemat` (same parameters, but ``levels`` defaults to
+    :func:`default_levels`, more for long loops), but the reverse pass is a
+    ``jax.custom_vjp``: it walks the segments
+    backwards, recomputes each innermost segment's step residuals and applies
+    each step's VJP, threading one gradient accumulator through all levels.
+    Memory: the segment-start carries of every level plus one innermost
+    segment's residuals. Time: one forward pass per level plus one step VJP
+    per step. Reverse mode only (``jax.grad``, ``jax.vjp``,
+    ``brainx.transform.grad``, grad of grad); use :class:`NestedRemat` for
+    forward mode. A loop's ``unroll`` (5 by default) unrolls the loops that
+    apply the step VJPs, where XLA then merges consecutive steps' gradient
+    updates; the forward loops stay rolled (unrolled, they ran slower on CPU).
 
     ``policy`` (a ``jax.checkpoint_policies`` policy) limits the residuals
     the innermost segment keeps: ``nothing_saveable`` keeps only each step's
@@ -159,6 +213,8 @@ class Nested(_Segmented):
     """
 
     custom_vjp = True
+    #: the reverse sweep unrolled by 5 ran 1.3x-2x faster on CPU (256 units) for +0.2-1 s compile
+    default_unroll = 5
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
         from brainx.transform.remat.reverse_loops import vjp_scan
@@ -287,7 +343,9 @@ class SegmentPlan:
         near = [d for d in range(max(2, math.floor(ideal / 1.5)), min(length - 1,
                                                                      math.ceil(ideal * 1.5)) + 1)
                 if length % d == 0]
-        stride = (min(near, key=lambda d: abs(math.log(d / ideal))) if near
+        # Equally near (125 and 128 for 16 000 steps): the shorter segment, whose
+        # steps keep residuals, larger than the carries that segment starts keep.
+        stride = (min(near, key=lambda d: (round(abs(math.log(d / ideal)), 9), d)) if near
                   else min(length - 1, math.ceil(ideal - 1e-9)))
         count, left = divmod(length, stride)
         tail = SegmentPlan.balanced(left, levels - 1) if left else None

@@ -52,8 +52,9 @@ class _CheckpointedScan(_Scan):
             return (states, c), y
 
         monitor = None if runner is None else (lambda done, carry, y: runner(done, carry[1], y))
+        unroll = self.strategy.default_unroll if self.unroll is None else self.unroll
         (states, c), ys = self.strategy.scan(body, consts, (written, init), xs, self.length,
-                                             reverse=self.reverse, unroll=self.unroll,
+                                             reverse=self.reverse, unroll=unroll,
                                              monitor=monitor)
         write_state_values(sig.write_states, keep_weak_types(written, states))
         return c, ys
@@ -70,7 +71,7 @@ def _run_checkpointed_scan(kind: str, f: Callable, init, xs, length: Optional[in
 def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
                       base: Optional[int] = None, pbar: ProgressBar | bool | int | None = None,
                       *, checkpoint: CheckpointStrategy | str | None = None,
-                      reverse: bool = False, unroll: int | bool = 1):
+                      reverse: bool = False, unroll: int | bool | None = None):
     """A :func:`~brainx.transform.scan` whose gradient needs little memory.
 
     Computes exactly what ``scan(f, init, xs)`` computes (outputs, final
@@ -90,15 +91,23 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
         The number of steps; required when ``xs`` is ``None``.
     base : int, optional
         brainstate's keyword: segments of ``base ** k`` steps (``Nested(base=base)``).
-        brainstate's default is 16; here the default is two balanced levels.
+        brainstate's default is 16; here the default is balanced levels, two up to
+        10 000 steps and one more for each factor 100 (see
+        :func:`~brainx.transform.checkpoint_strategies.default_levels`).
     pbar : bool, int or ProgressBar, optional
         A progress bar, moved by the forward pass.
     checkpoint : strategy or str, optional
         ``"nested"`` (default, :class:`Nested`), ``"nested_remat"``,
         ``"remat"``, ``"binomial"``, or a strategy object such as
         ``Nested(levels=3)`` or ``Binomial(snapshots=16)``.
-    reverse, unroll
+    reverse : bool
         As in :func:`~brainx.transform.scan`.
+    unroll : int or bool, optional
+        Steps unrolled per loop iteration. For ``"remat"`` and
+        ``"nested_remat"`` it is passed to ``lax.scan`` (default 1); for
+        ``"nested"`` it unrolls only the loops that apply the step VJPs
+        (default 5: XLA then merges consecutive steps' gradient updates; the
+        forward loops stay rolled); ``"binomial"`` ignores it.
 
     Returns
     -------
@@ -131,7 +140,7 @@ def checkpointed_for_loop(f: Callable, *xs, length: Optional[int] = None,
                           base: Optional[int] = None,
                           pbar: ProgressBar | bool | int | None = None,
                           checkpoint: CheckpointStrategy | str | None = None,
-                          reverse: bool = False, unroll: int | bool = 1):
+                          reverse: bool = False, unroll: int | bool | None = None):
     """A :func:`~brainx.transform.for_loop` whose gradient needs little memory.
 
     Calls ``f(*x_t)`` for each step ``t`` and stacks the outputs, as

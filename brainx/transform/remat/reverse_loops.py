@@ -40,10 +40,6 @@ def _inexact(x) -> bool:
     return jnp.issubdtype(jnp.result_type(x), jnp.inexact)
 
 
-def _put(buf, i, value):
-    return jax.tree.map(lambda b, v: lax.dynamic_update_index_in_dim(b, v, i, 0), buf, value)
-
-
 def _perturbed(tree) -> tuple:
     """Per leaf of a ``CustomVJPPrimal`` tree: ``()`` if perturbed and inexact, else ``None``.
 
@@ -192,33 +188,53 @@ def _depends_on_inputs(jaxpr) -> List[bool]:
     return [isinstance(v, jex_core.Var) and v in dep for v in jaxpr.outvars]
 
 
-def _record(step, c0, xs, length: int, stride: int, *, reverse: bool, unroll: int,
+def _record(step, c0, length: int, stride: int, *, reverse: bool,
             monitor: Optional[Callable] = None):
-    """Run ``step(c, x, t) -> (c, y)`` ``length`` times, keeping the carry every ``stride`` steps.
+    """Run ``step(c, i) -> (c, y)`` over the indices ``[0, length)`` in loop order, keeping
+    the carry before every segment of ``stride`` steps.
 
-    Returns ``((final carry, ys), kept)`` with ``kept[k]`` the carry before step
-    ``k * stride`` (nothing is kept with ``stride=0``). Only one kept slot is
-    rewritten per step, so the cost is linear in ``length``.
+    The steps are cut as a :class:`SegmentPlan` cuts them: ``count`` segments
+    of ``stride`` steps, then a tail of the remaining steps (in loop order: with
+    ``reverse`` the tail holds the lowest indices). Each segment is a scan inside
+    a scan whose outputs stack the segment-start carries, so no step rewrites
+    a buffer of kept carries (XLA copied such a buffer whole at every step of an
+    unrolled loop).
+
+    Returns ``((final carry, ys), kept)``: ``ys`` stacked by index as from
+    ``lax.scan``; ``kept`` is ``None`` with ``stride=0``, else ``(starts,
+    tail_start)``, the segment-start carries stacked in index order (with
+    ``reverse`` the first segment run is the last row) and the carry before the tail.
     """
-    nkeep = -(-length // stride) if stride else 0
-    kept = jax.tree.map(lambda a: jnp.zeros((nkeep,) + jnp.shape(a), jnp.result_type(a)), c0)
+    def steps(c, start, size):
+        def one(carry, _):  # the index is counted in the carry: a scanned arange is a buffer
+            c, i = carry
+            c, y = step(c, i)
+            if monitor is not None:
+                monitor(length - i if reverse else i + 1, c, y)
+            return (c, i - 1 if reverse else i + 1), y
 
-    def body(carry, x):
-        c, kept, t = carry
-        if stride:
-            k = t // stride
-            new = jax.tree.map(lambda b, v: jnp.where(t % stride == 0, v,
-                                                      lax.dynamic_index_in_dim(b, k, 0, False)),
-                               kept, c)
-            kept = _put(kept, k, new)
-        c, y = step(c, x, t)
-        if monitor is not None:
-            monitor(t + 1, c, y)
-        return (c, kept, t + 1), y
+        first_i = start + size - 1 if reverse else start
+        (c, _), ys = lax.scan(one, (c, jnp.asarray(first_i, jnp.int32)), None, length=size,
+                              reverse=reverse)
+        return c, ys
 
-    (c, kept, _), ys = lax.scan(body, (c0, kept, jnp.zeros((), jnp.int32)), xs, length=length,
-                                reverse=reverse, unroll=unroll)
-    return (c, ys), (kept if stride else None)
+    if not stride:
+        return steps(c0, 0, length), None
+    count, left = divmod(length, stride)
+    first = left if reverse else 0
+
+    def segment(c, k):
+        c_end, ys = steps(c, first + k * stride, stride)
+        return c_end, (ys, c)
+
+    c, (ys, starts) = lax.scan(segment, c0, jnp.arange(count), reverse=reverse)
+    ys = jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), ys)
+    tail_start = c
+    if left:
+        c, y_tail = steps(c, 0 if reverse else count * stride, left)
+        ys = jax.tree.map(lambda a, b: jnp.concatenate([b, a] if reverse else [a, b]),
+                          ys, y_tail)
+    return (c, ys), (starts, tail_start)
 
 
 def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unroll: int):
@@ -226,7 +242,9 @@ def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unrol
 
     A leaf segment runs forward once keeping each step's VJP residuals (those
     that vary from step to step; the others are computed once), then applies
-    them in reverse.
+    them in reverse. ``unroll`` unrolls that last loop only: there XLA can merge
+    the gradient updates of consecutive steps into one pass over each
+    accumulator; unrolled forward loops ran slower on CPU and cost compile time.
     """
     varying, invariant = rev.split_residuals(c0)
     # A residual that is the step's input slice itself is read again from xs, not stored.
@@ -244,27 +262,29 @@ def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unrol
         return [x[f] if f is not None else next(it_v) if m else next(it_i)
                 for m, f in zip(varying, refetch)]
 
-    def node(p: SegmentPlan, c, o, state, kept=None):
+    def node(p: SegmentPlan, c, o, state, kept=None, flip=False):
         if p.is_leaf:
-            _, stacked = lax.scan(lambda c, j: forward(c, o + j), c, jnp.arange(p.length),
-                                  unroll=unroll)
+            _, stacked = lax.scan(lambda c, j: forward(c, o + j), c, jnp.arange(p.length))
 
             def back(state, j):
                 return rev.apply(state, merge(take(stacked, j), o + j), o + j), None
 
             return lax.scan(back, state, jnp.arange(p.length), reverse=True, unroll=unroll)[0]
-        if kept is None:
-            step = lambda c, _, t: (rev.advance(c, o + t), None)
-            _, kept = _record(step, c, None, p.length, p.stride, reverse=False, unroll=unroll)
+        if kept is None:  # in step order: step t reads its input at rev.index(t)
+            step = lambda c, t: (rev.advance(c, o + t), None)
+            _, kept = _record(step, c, p.length, p.stride, reverse=False)
+        starts, tail_start = kept
         if p.tail is not None:
-            state = node(p.tail, take(kept, p.count), o + p.count * p.stride, state)
+            state = node(p.tail, tail_start, o + p.count * p.stride, state)
 
         def segment(state, k):
-            return node(p.child, take(kept, k), o + k * p.stride, state), None
+            start = take(starts, p.count - 1 - k if flip else k)
+            return node(p.child, start, o + k * p.stride, state), None
 
         return lax.scan(segment, state, jnp.arange(p.count), reverse=True)[0]
 
-    return node(plan, c0, jnp.zeros((), jnp.int32), state, kept)
+    # The loop's own record is in index order: reversed, segment k is row count - 1 - k.
+    return node(plan, c0, jnp.zeros((), jnp.int32), state, kept, flip=rev.reverse)
 
 
 def _convert(f, consts, *example):
@@ -297,7 +317,11 @@ def _strong(x):
 
 def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, unroll: int,
              schedule, monitor: Optional[Callable] = None):
-    """``lax.scan`` of ``body(consts, carry, x) -> (carry, y)``, reversed by ``schedule``."""
+    """``lax.scan`` of ``body(consts, carry, x) -> (carry, y)``, reversed by ``schedule``.
+
+    ``unroll`` unrolls the loops that apply the step VJPs of a :class:`Nested`
+    schedule; the forward loops stay rolled (``Binomial`` unrolls nothing).
+    """
     if length == 0:
         return lax.scan(lambda c, x: body(consts, c, x), init, xs, length=0)
     init = jax.tree.map(_strong, init)
@@ -308,8 +332,8 @@ def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, un
     stride = 0 if plan is None else plan.stride
 
     def forward(cs, c0, xs, keep=stride):
-        return _record(lambda c, x, t: f(cs, c, x), c0, xs, length, keep, reverse=reverse,
-                       unroll=unroll, monitor=monitor)
+        return _record(lambda c, i: f(cs, c, take(xs, i)), c0, length, keep, reverse=reverse,
+                       monitor=monitor)
 
     @jax.custom_vjp
     def loop(cs, c0, xs):  # not differentiated: keep nothing
