@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from brainx.transform import Nested, NestedRemat, checkpointed_scan
-from brainx.transform.checkpoint_strategies import (
+from brainx.transform.remat.checkpoint_strategies import (
     SEGMENTS_PER_LEVEL, SegmentPlan, default_levels,
 )
-from brainx.transform.remat_loops import nested_remat_scan
+from brainx.transform.remat.remat_loops import nested_remat_scan
 
 N = 7
 
