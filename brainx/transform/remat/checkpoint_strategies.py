@@ -49,6 +49,10 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Tuple, Union
 
+from brainx.transform.remat.remat_loops import nested_remat_scan, remat_scan
+from brainx.transform.remat.reverse_loops import vjp_scan
+from brainx.transform.remat.segment_plan import SegmentPlan
+
 __all__ = ["CheckpointStrategy", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
            "as_strategy", "segment_sizes", "default_levels", "SEGMENTS_PER_LEVEL", "SegmentPlan"]
 
@@ -91,7 +95,6 @@ class PerStepRemat(CheckpointStrategy):
     prevent_cse: bool = False
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
-        from brainx.transform.remat.remat_loops import remat_scan
         return remat_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
                           policy=self.policy, prevent_cse=self.prevent_cse, monitor=monitor)
 
@@ -175,7 +178,6 @@ class NestedRemat(_Segmented):
     levels: Optional[int] = 2
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
-        from brainx.transform.remat.remat_loops import nested_remat_scan
         return nested_remat_scan(body, consts, init, xs, self.plan(length), reverse=reverse,
                                  unroll=unroll, policy=self.policy, monitor=monitor)
 
@@ -217,7 +219,6 @@ class Nested(_Segmented):
     default_unroll = 5
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
-        from brainx.transform.remat.reverse_loops import vjp_scan
         return vjp_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
                         schedule=self, monitor=monitor)
 
@@ -246,7 +247,6 @@ class Binomial(CheckpointStrategy):
             raise ValueError(f"Binomial: snapshots must be an int >= 1, got {self.snapshots!r}.")
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
-        from brainx.transform.remat.reverse_loops import vjp_scan
         return vjp_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
                         schedule=self, monitor=monitor)
 
@@ -294,66 +294,3 @@ def segment_sizes(length: int, levels: int = 2, segments: Optional[Sequence[int]
     else:
         sizes = [math.ceil(length ** (k / levels) - 1e-9) for k in range(levels - 1, 0, -1)]
     return tuple(s for s in sizes if 1 <= s < length)
-
-
-@dataclass(frozen=True)
-class SegmentPlan:
-    """A loop of ``length`` steps cut into ``count`` segments of ``stride`` steps and a tail.
-
-    A leaf (``stride == 0``) keeps all its carries. ``child`` plans one
-    segment; ``tail`` plans the ``length - count * stride`` last steps.
-    """
-
-    length: int
-    stride: int = 0
-    count: int = 0
-    child: Optional["SegmentPlan"] = None
-    tail: Optional["SegmentPlan"] = None
-
-    @property
-    def is_leaf(self) -> bool:
-        return self.stride == 0
-
-    @property
-    def slots(self) -> int:
-        """How many segment-start carries this level keeps."""
-        return self.count + (self.tail is not None)
-
-    @staticmethod
-    def build(length: int, sizes: Sequence[int]) -> "SegmentPlan":
-        sizes = [s for s in sizes if s < length]
-        if not sizes:
-            return SegmentPlan(length)
-        stride, rest = sizes[0], sizes[1:]
-        count, left = divmod(length, stride)
-        tail = SegmentPlan.build(left, rest) if left else None
-        return SegmentPlan(length, stride, count, SegmentPlan.build(stride, rest), tail)
-
-    @staticmethod
-    def balanced(length: int, levels: int) -> "SegmentPlan":
-        """``levels`` levels of about ``length ** (1 / levels)`` segments each.
-
-        A segment length that divides ``length`` is preferred when one is
-        within a factor 1.5 of the ideal: no tail segment, whose reverse
-        pass is a separate loop (with its own accumulators under ``NestedRemat``).
-        """
-        if levels <= 1 or length <= 2:
-            return SegmentPlan(length)
-        ideal = length ** ((levels - 1) / levels)
-        near = [d for d in range(max(2, math.floor(ideal / 1.5)), min(length - 1,
-                                                                     math.ceil(ideal * 1.5)) + 1)
-                if length % d == 0]
-        # Equally near (125 and 128 for 16 000 steps): the shorter segment, whose
-        # steps keep residuals, larger than the carries that segment starts keep.
-        stride = (min(near, key=lambda d: (round(abs(math.log(d / ideal)), 9), d)) if near
-                  else min(length - 1, math.ceil(ideal - 1e-9)))
-        count, left = divmod(length, stride)
-        tail = SegmentPlan.balanced(left, levels - 1) if left else None
-        return SegmentPlan(length, stride, count, SegmentPlan.balanced(stride, levels - 1), tail)
-
-    def peak_carries(self) -> int:
-        """Carries alive at once on the reverse pass (segment starts of each level + a leaf)."""
-        if self.is_leaf:
-            return self.length
-        inner = max(self.child.peak_carries(), self.tail.peak_carries() if self.tail else 0)
-        return self.slots + inner

@@ -93,7 +93,7 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
         brainstate's keyword: segments of ``base ** k`` steps (``Nested(base=base)``).
         brainstate's default is 16; here the default is balanced levels, two up to
         10 000 steps and one more for each factor 100 (see
-        :func:`~brainx.transform.checkpoint_strategies.default_levels`).
+        :func:`~brainx.transform.remat.checkpoint_strategies.default_levels`).
     pbar : bool, int or ProgressBar, optional
         A progress bar, moved by the forward pass.
     checkpoint : strategy or str, optional

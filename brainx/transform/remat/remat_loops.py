@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from brainx.transform.remat.checkpoint_strategies import SegmentPlan
+from brainx.transform.remat.segment_plan import SegmentPlan
 
 __all__ = ["remat_scan", "nested_remat_scan", "take"]
 

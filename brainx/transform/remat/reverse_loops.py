@@ -29,7 +29,7 @@ from jax.extend import core as jex_core
 from jax.core import Tracer
 from jax.custom_derivatives import SymbolicZero, custom_vjp_primal_tree_values
 
-from brainx.transform.remat.checkpoint_strategies import Nested, SegmentPlan
+from brainx.transform.remat.segment_plan import SegmentPlan
 from brainx.transform.remat.remat_loops import take
 from brainx.transform.remat.treeverse import treeverse
 
@@ -327,7 +327,7 @@ def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, un
     init = jax.tree.map(_strong, init)
     x0 = None if xs is None else take(xs, 0)
     f, hoisted = _convert(body, consts, init, x0)
-    plan = schedule.plan(length) if isinstance(schedule, Nested) else None
+    plan = schedule.plan(length) if hasattr(schedule, "plan") else None  # Nested's
 
     stride = 0 if plan is None else plan.stride
 
