@@ -80,7 +80,20 @@ def _exhaustive(groups, what: str):
                          "filter to collect the rest, or use filter() to drop them.")
 
 
-class FlattedDict(dict):
+class _KeysAsAttributes:
+    """``mapping.name`` reads ``mapping["name"]`` (brainstate's dicts allow it)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__} has no key or attribute {name!r}; "
+                                 f"keys: {list(self)}") from None
+
+
+class FlattedDict(_KeysAsAttributes, dict):
     """A one-level mapping from paths to states (or nodes, or values).
 
     Keys are :class:`~brainx.util.DottedPath`\\ s; a key may be given or
@@ -134,15 +147,6 @@ class FlattedDict(dict):
 
     def copy(self) -> "FlattedDict":
         return FlattedDict(self)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"{type(self).__name__} has no key or attribute {name!r}; "
-                                 f"keys: {list(self)}") from None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({dict.__repr__(self)})"
@@ -216,7 +220,7 @@ class FlattedDict(dict):
                 self[k] = data[k]
 
 
-class NestedDict(dict):
+class NestedDict(_KeysAsAttributes, dict):
     """A nested mapping: one level per part of the path (attribute, index or dict key).
 
     Inner levels are ``NestedDict`` too, readable as attributes
@@ -239,15 +243,6 @@ class NestedDict(dict):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         super().__setitem__(key, _nested(value))
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(f"{type(self).__name__} has no key or attribute {name!r}; "
-                                 f"keys: {list(self)}") from None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.to_dict()!r})"
