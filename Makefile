@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz install bench clean
+.PHONY: demo test fuzz docs install bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +27,18 @@ fuzz: $(STAMP)
 	BRAINX_FUZZ_EXAMPLES=$${BRAINX_FUZZ_EXAMPLES:-10000} BRAINX_FUZZ_RANDOM=1 \
 		$(PY) -m pytest -q tests/test_fuzz_programs.py --hypothesis-show-statistics
 
+# Sphinx + MyST + autodoc (not MkDocs + mkdocstrings): the docstrings are NumPy-style reST, which
+# autodoc + napoleon render as written; MyST keeps docs/*.md as they are (docs/conf.py says more).
+# -E: a fresh environment each time, so -W sees every warning; offline (no intersphinx).
+docs: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[docs]"
+	$(PY) -m sphinx -E -q -W --keep-going -b html docs docs/_build/html
+	@echo "site: docs/_build/html/index.html"
+
 bench: $(STAMP)
 	$(PY) benchmarks/dispatch.py
 	$(PY) benchmarks/compile_time.py
 	$(PY) benchmarks/remat_memory.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info docs/_build

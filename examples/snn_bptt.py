@@ -17,7 +17,11 @@ What the example shows:
   ``brainx.transform.jit``;
 * the gradient's XLA temporary memory with no remat, with a checkpointed
   step, and with a checkpointed loop;
-* a loss curve and a spike raster, saved with matplotlib.
+* the trained model and its optimiser saved with ``brainx.io.save``, loaded
+  into a freshly built model and optimiser with ``brainx.io.load``, and the
+  reloaded model evaluated: its test accuracy equals the trained model's;
+* a loss curve, and the spike raster and readout of a correctly classified
+  test trial of the reloaded model, saved with matplotlib.
 
 Run ``python examples/snn_bptt.py`` (about 20 s on 2 CPU cores), or with
 ``--fast`` for a few-second smoke run.
@@ -26,6 +30,7 @@ Run ``python examples/snn_bptt.py`` (about 20 s on 2 CPU cores), or with
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import brainunit as u
@@ -49,6 +54,12 @@ def make_batch(rng: np.random.RandomState, batch: int, T: int, n_in: int, n_clas
     p = rates_hz[labels] * dt_ms * 1e-3                       # spike probability per step
     spikes = (rng.rand(T, batch, n_in) < p[None]).astype(np.float32)
     return jnp.asarray(spikes), jnp.asarray(labels)
+
+
+def class_name(c: int, n_in: int, n_classes: int) -> str:
+    """What class ``c`` looks like: the input channels of its bump of higher rates."""
+    width = n_in / n_classes
+    return f"bump on inputs {round(c * width)}-{round((c + 1) * width) - 1}"
 
 
 # -- model -------------------------------------------------------------------------------------
@@ -159,46 +170,72 @@ def train(args):
                       f"train acc {np.mean(accs[window]):.2f}  (mean since last line)")
     elapsed = time.perf_counter() - t0
 
+    # save the trained model and optimiser; load them into a freshly built model and optimiser
+    brainx.io.save(args.checkpoint, {"net": net, "opt": opt})
+    fresh = nn.init_all_states(RecurrentSNN(args.n_in, args.n_rec, args.n_classes),
+                               batch_size=args.batch)         # new random weights
+    fresh_opt = brainx.optim.Adam(lr=args.lr)
+    fresh_opt.register_trainable_weights(fresh.states(brainx.ParamState))
+    brainx.io.load(args.checkpoint, {"net": fresh, "opt": fresh_opt})
+
     xs, labels = make_batch(rng, 256, args.T, args.n_in, args.n_classes)
-    evaluate = brainx.transform.jit(make_loss(net, "none", args.base))
-    test_loss, test_acc = evaluate(xs, labels)
+    test_acc, reloaded_acc = (float(brainx.transform.jit(make_loss(model, "none", args.base))(
+        xs, labels)[1]) for model in (net, fresh))
     print(f"trained {args.iters} iterations in {elapsed:.1f} s; loss {losses[0]:.3f} -> "
-          f"{np.mean(losses[-args.print_every:]):.3f}; test accuracy {float(test_acc):.1%} on 256 new trials "
+          f"{np.mean(losses[-args.print_every:]):.3f}; test accuracy {test_acc:.1%} on 256 new trials "
           f"(chance {1 / args.n_classes:.0%})")
+    print(f"brainx.io.save wrote the model and Adam's state to {args.checkpoint} "
+          f"({os.path.getsize(args.checkpoint) / 1024:.0f} KiB); brainx.io.load read them into a "
+          f"new RecurrentSNN and Adam (at step {int(fresh_opt.step_count.value)})")
+    print(f"reloaded model: test accuracy {reloaded_acc:.1%} on the same trials, "
+          f"{'equal to' if reloaded_acc == test_acc else 'DIFFERENT FROM'} the trained model's")
     if args.plot:
-        plot(net, losses, xs, labels, args)
-    return losses, float(test_acc)
+        plot(fresh, losses, xs, labels, args)
+    return losses, test_acc, reloaded_acc
 
 
 def plot(net, losses, xs, labels, args):
+    """Loss curve; raster and readout of the first test trial that ``net`` classifies correctly."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    nn.reset_all_states(net, batch_size=1)
-    out, spikes = brainx.transform.for_loop(net.update, xs[:, :1])
-    readout = np.asarray(out[:, 0].to_decimal(u.mA))
-    predicted = int(readout[args.T // 2:].mean(axis=0).argmax())
+    nn.reset_all_states(net, batch_size=xs.shape[1])
+    out, spikes = brainx.transform.for_loop(net.update, xs)      # every test trial at once
+    readouts = np.asarray(out.to_decimal(u.mA))                  # (T, trials, n_classes)
+    predicted = readouts[args.T // 2:].mean(axis=0).argmax(axis=1)
+    correct = np.flatnonzero(predicted == np.asarray(labels))
+    i = int(correct[0]) if correct.size else 0                   # none correct: a --fast model
+    label, guess = int(labels[i]), int(predicted[i])
+    name = class_name(label, args.n_in, args.n_classes)
+    verdict = "classified correctly" if guess == label else f"misclassified as class {guess}"
+    readout = readouts[:, i]
+
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     axes[0].plot(losses)
     axes[0].set(xlabel="iteration", ylabel="cross-entropy", title="training loss")
-    ins = np.asarray(xs[:, 0])
+    ins = np.asarray(xs[:, i])
+    width = args.n_in / args.n_classes
+    axes[1].axhspan(label * width - 0.5, (label + 1) * width - 0.5, color="tab:blue", alpha=0.1)
     t_in, n_in = np.nonzero(ins)
     axes[1].scatter(t_in, n_in, s=2, c="tab:gray", label="input")
-    t_rec, n_rec = np.nonzero(np.asarray(spikes[:, 0]))
+    t_rec, n_rec = np.nonzero(np.asarray(spikes[:, i]))
     axes[1].scatter(t_rec, n_rec + ins.shape[1], s=2, c="tab:red", label="LIF")
     axes[1].set(xlabel="time (ms)", ylabel="neuron",
-                title=f"one test trial: class {int(labels[0])}, predicted {predicted}")
+                title=f"test trial {i}: class {label}, {name}"
+                      f"\n({verdict}; shaded: the bump's inputs)")
     axes[1].legend(loc="upper right", markerscale=4, fontsize=8)
     for c in range(readout.shape[1]):
-        axes[2].plot(readout[:, c], label=f"class {c}")
+        axes[2].plot(readout[:, c], lw=2.5 if c == label else 1.2,
+                     label=f"class {c}: {class_name(c, args.n_in, args.n_classes)}")
     axes[2].axvspan(args.T // 2, args.T, color="0.9")
-    axes[2].set(xlabel="time (ms)", ylabel="readout (mA)", title="readout (mean over shaded)")
+    axes[2].set(xlabel="time (ms)", ylabel="readout (mA)",
+                title=f"reloaded model's readout: class {guess} wins\n(mean over the shaded half)")
     axes[2].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(args.plot, dpi=90)
     plt.close(fig)
-    print(f"saved {args.plot}")
+    print(f"saved {args.plot}: test trial {i}, class {label} ({name}), {verdict}")
 
 
 def parse(argv=None):
@@ -215,6 +252,8 @@ def parse(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--print-every", dest="print_every", type=int, default=50)
     p.add_argument("--plot", default="snn_bptt.png", help="PNG path ('' to skip)")
+    p.add_argument("--checkpoint", default="snn_bptt.msgpack",
+                   help="where brainx.io.save writes the trained model and optimiser")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     if args.fast:

@@ -32,10 +32,14 @@ def _load(name):
 def test_snn_bptt_fast_trains_and_plots(tmp_path, capsys):
     ex = _load("snn_bptt")
     png = tmp_path / "snn.png"
-    losses, acc = ex.train(ex.parse(["--fast", "--quiet", "--plot", str(png)]))
+    ckpt = tmp_path / "snn.msgpack"
+    losses, acc, reloaded_acc = ex.train(ex.parse(["--fast", "--quiet", "--plot", str(png),
+                                                   "--checkpoint", str(ckpt)]))
     out = capsys.readouterr().out
     assert len(losses) == 6 and all(np.isfinite(losses))
     assert 0.0 <= acc <= 1.0
+    assert reloaded_acc == acc and ckpt.exists()          # the reloaded model scores the same
+    assert "equal to the trained model's" in out
     assert "gradient memory (XLA temp): no remat" in out and "checkpointed loop" in out
     assert png.exists() and png.stat().st_size > 1000
 
