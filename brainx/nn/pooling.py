@@ -102,7 +102,9 @@ class _Pool(Module):
                                                else tuple(pads))
 
     def _reduce(self, x, window, strides, pads):
-        init = jnp.asarray(self.init_value, jnp.result_type(x))
+        # A NumPy constant, so lax.reduce_window sees a concrete identity and picks the
+        # differentiable reduce_window_max / _sum primitive (not the generic one).
+        init = np.asarray(self.init_value, jnp.result_type(x))
         return jax.lax.reduce_window(x, init, type(self).computation, window, strides, pads)
 
     def update(self, x: Any) -> jax.Array:
