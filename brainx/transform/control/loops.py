@@ -35,9 +35,8 @@ from brainx.transform.remat.segment_plan import SegmentPlan
 from brainx.transform.control.loop_cache import run_compiled_once
 from brainx.transform.control.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.core.state_union import StateUnion, UnionSignature
-from brainx.transform.core.stateful import (
-    StaticLeaves, _name, read_state_values, write_state_values,
-)
+from brainx.transform.core.arguments import function_name as _name
+from brainx.transform.core.stateful import StaticLeaves, read_state_values, write_state_values
 
 __all__ = ["scan", "for_loop", "while_loop", "bounded_while_loop"]
 

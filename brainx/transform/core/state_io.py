@@ -74,7 +74,10 @@ def _as_jax_leaf(x: Any) -> Any:
 
 
 def peek_state_values(states: Sequence[State]) -> list:
-    """The values of ``states`` visible here, without recording reads (for inspection)."""
+    """The values of ``states`` visible here (for inspection: ``make_jaxpr``, ``eval_shape``).
+
+    Inside a scope this reads through it, so the reads are recorded as any read is.
+    """
     frames = _THREAD.frames
     if not frames:
         return [as_input(s._checked_value()) for s in states]

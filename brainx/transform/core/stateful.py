@@ -204,7 +204,6 @@ def run_with_rediscovery(run: Callable[[Any], Any], sig: Any, rediscover: Callab
             f"{e.owner.name}: the jaxpr traced for these arguments does not fit them.") from None
 
 
-_name = function_name  # the loops' import name
 _SELF = object()
 
 
