@@ -31,7 +31,10 @@ from brainx.transform.mapping.vmap import VmappedFunction, map, vmap
 from brainx.transform.mapping.new_states import vmap_new_states
 from brainx.transform.autodiff.products import jvp, vjp
 from brainx.transform.control.progress_bar import ProgressBar
-from brainx.transform.remat.residuals import print_saved_residuals, saved_residuals
+from brainx.transform.remat.residuals import (
+    Residual, ResidualReport, gradient_temp_bytes, print_saved_residuals, saved_residuals,
+)
+from brainx.transform import policies
 from brainx.transform.core.stateful import (
     RetraceNeeded, StatefulFunction, StateSignature, read_state_values, write_state_values,
 )
@@ -40,7 +43,8 @@ __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded", "read_state_values",
     "write_state_values", "make_jaxpr", "eval_shape", "jit", "JittedFunction", "checkpoint",
     "remat", "CheckpointedFunction", "grad", "vector_grad", "jacrev", "jacobian", "jacfwd",
-    "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals", "vjp", "jvp",
+    "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals",
+    "Residual", "ResidualReport", "gradient_temp_bytes", "policies", "vjp", "jvp",
     "cond", "switch", "ifelse", "scan", "for_loop", "while_loop", "bounded_while_loop",
     "ProgressBar", "clear_loop_cache", "vmap", "vmap_new_states", "map", "VmappedFunction",
     "checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop",

@@ -21,6 +21,7 @@ A name is an identity at run time: nothing here changes a result.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import weakref
 from typing import Any, Dict, Mapping, Optional, Sequence
@@ -29,12 +30,11 @@ import jax
 from jax.ad_checkpoint import checkpoint_name
 import jax.extend.core as jex_core
 
-from brainx.graph import states as graph_states
 from brainx.state.state import State
 from brainx.state.trace import StateTraceStack
 
 __all__ = ["PREFIX", "state_tag", "state_of_tag", "label_of_tag", "state_paths",
-           "name_value", "name_written_at_source", "NamingScope", "NAME_PRIMITIVE"]
+           "name_value", "name_written_at_source", "named_pure", "tags_for", "NamingScope", "NAME_PRIMITIVE"]
 
 #: Every state name starts with this.
 PREFIX = "brainx.state:"
@@ -87,24 +87,45 @@ def label_of_tag(name: str) -> str:
     return name[len(PREFIX):].split(":", 1)[1]
 
 
-def state_paths(*nodes: Any) -> Dict[State, str]:
-    """``{state: path}`` for the states reachable from ``nodes`` (modules, dicts, lists).
+def state_paths(*nodes: Any, max_depth: int = 8) -> Dict[State, str]:
+    """``{state: path}`` for the states reachable from ``nodes`` (objects, dicts, lists).
 
-    A mapping ``{path: state}`` is taken as given. Objects that hold no state
-    contribute nothing.
+    Paths join attribute names, keys and indices with dots (``lif.V``), the
+    paths ``brainx.graph.states`` gives a module's states. A mapping whose
+    values are all States is taken as ``{path: state}``.
+
+    >>> import jax.numpy as jnp, brainx
+    >>> class Cell:
+    ...     def __init__(self):
+    ...         self.V = brainx.HiddenState(jnp.zeros(2))
+    >>> net = {"lif": Cell()}
+    >>> list(state_paths(net).values())
+    ['lif.V']
     """
     paths: Dict[State, str] = {}
-    for node in nodes:
-        if isinstance(node, Mapping) and all(isinstance(v, State) for v in node.values()):
+    seen = set()
+
+    def walk(node, path, depth):
+        if isinstance(node, State):
+            paths.setdefault(node, ".".join(path))
+            return
+        if depth > max_depth or id(node) in seen or isinstance(node, (str, bytes, int, float)):
+            return
+        seen.add(id(node))
+        if isinstance(node, Mapping):
             items = node.items()
+        elif isinstance(node, (list, tuple)):
+            items = enumerate(node)
+        elif hasattr(node, "__dict__") and not isinstance(node, type):
+            items = vars(node).items()
         else:
-            try:
-                items = graph_states(node).items()
-            except Exception:  # not a graph node: no paths from it
-                continue
-        for path, state in items:
-            path = ".".join(map(str, path)) if isinstance(path, tuple) else str(path)
-            paths.setdefault(state, path)
+            return
+        for key, child in items:
+            if not (isinstance(key, str) and key.startswith("_")):
+                walk(child, path + [str(key)], depth + 1)
+
+    for node in nodes:
+        walk(node, [], 0)
     return paths
 
 
@@ -175,6 +196,29 @@ class NamingScope(StateTraceStack):
         if state not in self._created:
             value = name_value(value, self.tag(state))
         super().write_value(state, value)
+
+
+def named_pure(stateful: Any, sig: Any, paths: Optional[Mapping[State, str]] = None):
+    """``stateful.pure(sig)`` with every state value named where it is read and computed.
+
+    Reads are named as the values enter; a written state's new value is named
+    at the equation that computes it (:func:`name_written_at_source`).
+    """
+    trace = sig.trace
+    tags = tags_for(sig.states, paths)
+    k = trace.out_tree.num_leaves
+    names = {}
+    for spec, i in zip(trace.written_specs, sig.write_indices):
+        for j in range(sum(spec.mask)):
+            names[k + j] = tags[i]
+        k += sum(spec.mask)
+    pure = stateful.pure_of(dataclasses.replace(
+        trace, jaxpr=name_written_at_source(trace.jaxpr, names)))
+
+    def named(values, *args, **kwargs):
+        return pure([name_value(v, t) for v, t in zip(values, tags)], *args, **kwargs)
+
+    return named
 
 
 def tags_for(states: Sequence[State], paths: Optional[Mapping[State, str]] = None) -> list:
