@@ -191,3 +191,37 @@ def test_offload_policy_decisions():
     assert policy(NAME_PRIMITIVE, name="other") is not decision
     with pytest.raises(TypeError, match="selector"):
         P.save_states(3)
+
+
+# -- memory budget ----------------------------------------------------------------------------
+def test_memory_budget_fits_compiled_temp_bytes_and_keeps_gradient():
+    from brainx.transform.remat.memory_budget import Budgeted
+    T, n = 200, 16
+    k1, k2 = jax.random.split(jax.random.PRNGKey(1))
+    W = brainx.ParamState(jax.random.normal(k1, (n, n)) * 0.3)
+    h = brainx.HiddenState(jnp.zeros(n))
+    xs = jax.random.normal(k2, (T, n))
+
+    def step(x):
+        h.value = jnp.tanh(h.value @ W.value + x)
+        return jnp.sum(h.value ** 2)
+
+    def grad_of(**kw):
+        def loss(xs):
+            h.value = jnp.zeros(n)
+            return bt.checkpointed_for_loop(step, xs, **kw).sum()
+        return bt.jit(bt.grad(loss, grad_states=W))
+
+    reference = grad_of(checkpoint="per_step_remat")(xs)
+    chosen = []
+    for budget in (40_000, 15_000, 6_000, 3_000):
+        b = Budgeted(budget)
+        g = grad_of(memory_budget=b)
+        temp = g.lower(xs).compile().memory_analysis().temp_size_in_bytes
+        assert temp <= budget, (budget, temp, str(b.choice))
+        np.testing.assert_allclose(g(xs), reference, rtol=1e-4, atol=1e-5)
+        assert b.choice.estimate <= budget and repr(b.choice.strategy) in str(b.choice)
+        chosen.append(type(b.choice.strategy).__name__)
+    assert chosen[0] == "Nested" and chosen[-1] == "Binomial"   # less memory, slower strategies
+    with pytest.raises(ValueError, match="not both"):
+        bt.checkpointed_for_loop(step, xs, memory_budget=1000, checkpoint="nested")
