@@ -22,16 +22,20 @@ built (not per call):
   :class:`DonatingCall` splits them off before each call.
 
 With none of these, the entry gets the plain ``jax.jit`` it always had.
+
+:func:`state_sharding` and :func:`check_spec_fits` are how every transform
+reads and checks a state's sharding (``shard_map`` uses them too).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import jax
-from jax.sharding import NamedSharding, PartitionSpec
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["compile_pure", "state_sharding", "DonatingCall"]
+__all__ = ["compile_pure", "state_sharding", "check_spec_fits", "DonatingCall"]
 
 _UNSET = object()
 
@@ -52,6 +56,34 @@ def state_sharding(state: Any) -> Optional[jax.sharding.Sharding]:
         return None
     raise TypeError(f"{state!r} has sharding={spec!r}; expected a jax.sharding.Sharding or a "
                     "PartitionSpec. Set it with brainx.distributed.shard_states(...).")
+
+
+def check_spec_fits(state: Any, spec: PartitionSpec, mesh: Mesh,
+                    path: Tuple[Any, ...] = (), value: Any = _UNSET) -> None:
+    """Raise ``ValueError`` naming ``state`` if ``spec`` cannot shard its value on ``mesh``.
+
+    ``value``: the value to check (default: the state's own, outside any trace).
+    """
+    where = f"{state!r}" + (f" at {'.'.join(map(str, path))}" if path else "")
+    sizes = dict(mesh.shape)
+    for leaf in jax.tree.leaves(state._value if value is _UNSET else value):
+        shape = np.shape(leaf)
+        if len(spec) > len(shape):
+            raise ValueError(f"{where} has shape {tuple(shape)} but its spec {spec} shards "
+                             f"{len(spec)} axes. Give it a spec with at most {len(shape)} "
+                             "entries.")
+        for dim, (n, axes) in enumerate(zip(shape, spec)):
+            names = () if axes is None else (axes if isinstance(axes, tuple) else (axes,))
+            unknown = [a for a in names if a not in sizes]
+            if unknown:
+                raise ValueError(f"{where}: its spec {spec} names mesh axis {unknown[0]!r}, but "
+                                 f"the mesh has axes {tuple(sizes)}.")
+            parts = int(np.prod([sizes[a] for a in names])) if names else 1
+            if n % parts:
+                raise ValueError(f"{where} has shape {tuple(shape)}: dimension {dim} (size {n}) "
+                                 f"cannot be split into {parts} equal parts over mesh axes "
+                                 f"{names} (spec {spec}). Pad it to a multiple of {parts}, or "
+                                 "shard another dimension.")
 
 
 def compile_pure(pure: Callable, owner: Any, states: Sequence[Any],
