@@ -72,7 +72,6 @@ def shard_states(target: Any, specs: Optional[Dict[Any, PartitionSpec]] = None,
     for path, state in placed.items():
         spec = next((spec for selects, spec in rules if selects(path, state)), None)
         sharding = _sharding_for(state, spec, mesh, path)
-        check_spec_fits(state, sharding.spec, sharding.mesh, path)
         state.sharding = sharding
         state.value = jax.tree.map(lambda x: jax.device_put(x, sharding), state.value)
     structure_changed()  # compiled functions read the new shardings on their next call
@@ -89,6 +88,7 @@ def _sharding_for(state: State, spec: Optional[PartitionSpec], mesh: Optional[Me
                   path: Iterable[Any]) -> NamedSharding:
     own = getattr(state, "sharding", None)
     if spec is None and isinstance(own, NamedSharding) and (mesh is None or own.mesh == mesh):
+        check_spec_fits(state, own.spec, own.mesh, tuple(path))
         return own
     if spec is None:
         spec = own if isinstance(own, PartitionSpec) else (
@@ -98,4 +98,5 @@ def _sharding_for(state: State, spec: Optional[PartitionSpec], mesh: Optional[Me
                         f"{spec!r}; expected a jax.sharding.PartitionSpec.")
     if mesh is None:
         raise ValueError(f"shard_states: {state!r} needs a mesh for its spec {spec}; pass mesh=.")
+    check_spec_fits(state, spec, mesh, tuple(path))
     return NamedSharding(mesh, spec)
