@@ -65,7 +65,7 @@ def shard_states(target: Any, specs: Optional[Dict[Any, PartitionSpec]] = None,
     >>> h = brainx.HiddenState(jnp.zeros((4, 3)))
     >>> _ = brainx.distributed.shard_states({"h": h}, {brainx.HiddenState: P("data")}, mesh)
     >>> h.sharding.spec, h.value.sharding.spec
-    (PartitionSpec('data',), PartitionSpec('data',))
+    (P('data',), P('data',))
     """
     rules = [(_predicate(f), spec) for f, spec in (specs or {}).items()]
     placed = find_states(target)
