@@ -23,7 +23,7 @@ def mesh1():
     return brainx.distributed.make_mesh((N,), ("data",))
 
 
-def batches(n=4, batch=16):
+def batches(n=3, batch=16):
     return [data(batch, seed=i) for i in range(n)]
 
 
