@@ -1,7 +1,6 @@
 """Sharding metadata, jit shardings and donate_states on one device (the fake-device tests
 are in tests/multidevice/)."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

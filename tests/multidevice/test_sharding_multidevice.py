@@ -38,9 +38,15 @@ def assert_tree_close(a, b):
                  a, b)
 
 
-def test_jit_data_parallel_training_matches_one_device():
+@pytest.fixture(scope="module")
+def reference():
+    """Losses and parameters of the training run on one device."""
+    return single_device_run(batches())
+
+
+def test_jit_data_parallel_training_matches_one_device(reference):
     bs = batches()
-    ref_losses, ref_params = single_device_run(bs)
+    ref_losses, ref_params = reference
     net, params, opt = build(16)
     mesh = mesh1()
     brainx.distributed.shard_states(net, {brainx.HiddenState: P("data")}, mesh)
@@ -61,9 +67,9 @@ def test_jit_data_parallel_training_matches_one_device():
     assert "all-gather" not in hlo
 
 
-def test_shard_map_pmean_training_matches_one_device():
+def test_shard_map_pmean_training_matches_one_device(reference):
     bs = batches()
-    ref_losses, ref_params = single_device_run(bs)
+    ref_losses, ref_params = reference
     net, params, opt = build(16)
     step = shard_map_step(net, params, opt, mesh1())
     losses = train(step, bs)
