@@ -29,6 +29,8 @@ from brainx.transform.control.loop_cache import clear_loop_cache
 from brainx.transform.control.loops import bounded_while_loop, for_loop, scan, while_loop
 from brainx.transform.mapping.vmap import VmappedFunction, map, vmap
 from brainx.transform.mapping.new_states import vmap_new_states
+from brainx.transform.mapping.pmap import pmap2, pmap2_new_states
+from brainx.transform.mapping.shard_map import ShardMappedFunction, shard_map
 from brainx.transform.autodiff.products import jvp, vjp
 from brainx.transform.control.progress_bar import ProgressBar
 from brainx.transform.remat.residuals import (
@@ -54,4 +56,6 @@ __all__ = [
     "checkify", "check", "check_error", "all_checks", "user_checks", "nan_checks",
     "div_checks", "index_checks", "float_checks", "automatic_checks", "named_call",
     "named_scope", "StateFinder", "vmap2", "StatefulMapping", "vmap2_new_states",
+    # devices (docs/distributed.md)
+    "shard_map", "ShardMappedFunction", "pmap2", "pmap2_new_states",
 ]
