@@ -8,8 +8,8 @@ its diagonal, ``J = df_i/dx_i``, and integrates that linear part exactly:
 
 For an element-wise *linear* equation ``dx/dt = a x + b`` (a leaky membrane,
 a decaying synapse with the input held over the step) the step is exact;
-for others it is first order, and stable for stiff decays where forward
-Euler is not. Coupling between components (``df_i/dx_j``, ``i != j``) is
+for a smooth autonomous ``f`` it is second order (exponential
+Rosenbrock-Euler), and stable for stiff decays where forward Euler is not. Coupling between components (``df_i/dx_j``, ``i != j``) is
 treated explicitly. ``dt`` comes from :mod:`brainx.environ`; ``x``, ``f``
 and ``dt`` may be brainunit quantities (``f`` in units of ``x`` per time).
 """
