@@ -281,3 +281,17 @@ def test_delay_errors_say_what_to_do():
     with pytest.raises(TypeError, match="not a State"):
         nn.init_all_states(lif)
     assert reader.state_delay is lif.get_after_update("nothing-prefetch-delay-None")
+
+
+def test_a_cloned_module_records_its_own_state():
+    lif = nn.LIF(2, tau=5.0 * u.ms)
+    V_late = lif.prefetch_delay("V", DT * u.ms)
+    nn.init_all_states(lif)
+    twin = brainx.graph.clone(lif)
+    twin_delay = twin.get_after_update("V-prefetch-delay-None")
+    assert twin_delay.state is twin.V and twin_delay.history is not V_late.state_delay.history
+    twin(2.0 * u.mA)
+    twin(2.0 * u.mA)
+    np.testing.assert_allclose(twin_delay.retrieve_at_step(1).to_decimal(u.mV),
+                               2.0 * -np.expm1(-DT / 5.0), rtol=1e-5)
+    np.testing.assert_array_equal(V_late().to_decimal(u.mV), [0.0, 0.0])   # the original: untouched

@@ -348,15 +348,6 @@ def _float_or(x) -> Any:
     return jnp.asarray(u.get_mantissa(x)).dtype if dtype is None else dtype
 
 
-class _Ref:
-    """Holds a module without making it a child (the module tree does not walk into it)."""
-
-    __slots__ = ("target",)
-
-    def __init__(self, target):
-        self.target = target
-
-
 def _to_unit(delay: Delay, value: Any, unit, what: str):
     """``value``'s mantissa in ``unit`` (a plain value when ``unit`` is ``None``)."""
     if unit is None:
@@ -413,15 +404,17 @@ class StateWithDelay(Delay):
     def __init__(self, target: Module, item: str, init: Any = None,
                  interpolation: Optional[str] = None, **kwargs):
         super().__init__(None, init=init, interpolation=interpolation, **kwargs)
-        self._target = _Ref(target)   # not a child: the tree reaches this delay through target
+        # target is usually this delay's parent (the delay is one of its hooks): the module tree
+        # has already visited it, and graph.clone maps it to the clone's own target.
+        self._target = target
         self._target_term = item
 
     @property
     def state(self) -> State:
         """The tracked state."""
-        found = getattr(self._target.target, self._target_term, None)
+        found = getattr(self._target, self._target_term, None)
         if not isinstance(found, State):
-            raise TypeError(f"{self!r}: {self._target.target!r}.{self._target_term} is {found!r}, not a "
+            raise TypeError(f"{self!r}: {self._target!r}.{self._target_term} is {found!r}, not a "
                             "State; create it in the module's init_state() first.")
         return found
 
@@ -439,5 +432,5 @@ class StateWithDelay(Delay):
         super().update(self.state.value)
 
     def __repr__(self) -> str:
-        return f"StateWithDelay({type(self._target.target).__name__}.{self._target_term}, " \
+        return f"StateWithDelay({type(self._target).__name__}.{self._target_term}, " \
                f"max_length={self.max_length})"
