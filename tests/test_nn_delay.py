@@ -295,3 +295,13 @@ def test_a_cloned_module_records_its_own_state():
     np.testing.assert_allclose(twin_delay.retrieve_at_step(1).to_decimal(u.mV),
                                2.0 * -np.expm1(-DT / 5.0), rtol=1e-5)
     np.testing.assert_array_equal(V_late().to_decimal(u.mV), [0.0, 0.0])   # the original: untouched
+
+
+def test_traced_delay_steps_are_checked_under_jit_error_check():
+    delay = nn.init_all_states(nn.Delay(jnp.zeros(2), time=2 * DT * u.ms))
+    read = brainx.transform.jit(lambda s: delay.retrieve_at_step(s))
+    np.testing.assert_array_equal(read(1), [0.0, 0.0])
+    with environ.context(jit_error_check=True):
+        checked = brainx.transform.jit(lambda s: delay.retrieve_at_step(s))
+        with pytest.raises(Exception, match=r"outside \[0, 2\]"):
+            jax.block_until_ready(checked(3))
