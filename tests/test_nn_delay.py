@@ -305,3 +305,17 @@ def test_traced_delay_steps_are_checked_under_jit_error_check():
         checked = brainx.transform.jit(lambda s: delay.retrieve_at_step(s))
         with pytest.raises(Exception, match=r"outside \[0, 2\]"):
             jax.block_until_ready(checked(3))
+
+
+def test_retrieve_at_time_with_a_traced_clock_inside_for_loop():
+    delay = nn.init_all_states(nn.Delay(jnp.zeros(1), time=3 * DT * u.ms))
+    xs = np.random.RandomState(6).rand(10, 1).astype(np.float32)
+
+    def step(i, x):
+        with environ.context(t=i * DT * u.ms):
+            delay.update(x)
+            return delay.retrieve_at_time((i - 1.5) * DT * u.ms)
+
+    got = np.asarray(brainx.transform.for_loop(step, jnp.arange(10), jnp.asarray(xs)))
+    pad = np.concatenate([np.zeros((2, 1), np.float32), xs])
+    np.testing.assert_allclose(got, 0.5 * (pad[1:-1] + pad[:-2]), rtol=1e-5, atol=1e-6)
