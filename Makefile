@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz docs install bench clean
+.PHONY: demo test test-long fuzz docs install bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/snn_bptt.py
 
+# a sample of the largest test matrices (tests/conftest.py says which); under 10 minutes on 2 cores
 test: $(STAMP)
 	PYTHONUNBUFFERED=1 $(PY) -m pytest --durations=10
+
+# every case of every matrix
+test-long: $(STAMP)
+	PYTHONUNBUFFERED=1 $(PY) -m pytest --long --durations=20
 
 # 10000 random stateful programs against plain JAX (hours); BRAINX_FUZZ_EXAMPLES=N for fewer
 fuzz: $(STAMP)

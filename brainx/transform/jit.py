@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
@@ -11,7 +12,8 @@ from brainx.state.state import _EPOCH, State
 from brainx.state.trace import _THREAD
 from brainx.util.filter import to_predicate
 from brainx.transform.core.bound import bind_to_instance
-from brainx.transform.core.jaxpr_builder import CONCRETE_ARRAY, jit_disabled
+from brainx.transform.core.jaxpr_builder import jit_disabled
+from brainx.transform.fast_call import make_fast_call
 from brainx.transform.jit_entry import InstanceSharing, JitEntry
 from brainx.transform.core.stateful import (
     RetraceNeeded, StatefulFunction, normalize_argnums, run_with_rediscovery, write_state_values,
@@ -54,6 +56,7 @@ class JittedFunction:
             normalize_argnums(fun, donate_argnums, "donate_argnums"))
         self._entries: Dict[Hashable, JitEntry] = {}
         self._has_statics = bool(self.stateful.static_argnums or self.stateful.static_argnames)
+        self._dispatch = self._general_call
         functools.update_wrapper(self, fun, updated=())
 
     def _pure_donate_argnums(self, donate: Tuple[int, ...]) -> Tuple[int, ...]:
@@ -84,6 +87,7 @@ class JittedFunction:
         sig = self.stateful.discover(key, dyn_args, dyn_kwargs)
         if entry is not None and entry.epoch == _EPOCH[0] and entry.fits(sig):
             entry.add(sig)  # the compiled pure function reads the list of traces
+            self._install_fast_call(key, entry)
             return entry
         if sharing is not None:
             shared = sharing.register(self, key, dyn_args, dyn_kwargs, sig)
@@ -98,14 +102,36 @@ class JittedFunction:
         entries[key] = entry
         while len(entries) > self.max_entries:
             del entries[next(iter(entries))]
+        self._install_fast_call(key, entry)
         return entry
+
+    def _install_fast_call(self, key, entry: JitEntry) -> None:
+        """Give ``entry`` its generated call; it becomes ``__call__`` if there are no statics."""
+        if entry.static:  # static leaves in state values: the general path makes them inputs
+            entry.fast = None
+        else:
+            write_refs = entry.write_refs
+            entry.fast = make_fast_call(
+                entry.jitted, entry.refs, entry.n_written, plain=entry.plain, epoch=entry.epoch,
+                fun=self.fun, owner=self.stateful,
+                slow=lambda args, kwargs, traced: self._call(key, args, kwargs, traced),
+                write_back=lambda new: write_state_values([r() for r in write_refs], new))
+        if not self._has_statics:
+            self._dispatch = entry.fast or self._general_call
 
     def clear_cache(self) -> None:
         """Forget every trace and compiled function."""
         self._entries.clear()
+        self._dispatch = self._general_call
 
     # -- call -------------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    # ``step(x)`` resolves ``__call__`` through a property whose getter is C
+    # (``attrgetter``) to ``self._dispatch``: the entry's generated fast call
+    # (transform/fast_call.py) for a function without static arguments, else
+    # ``_general_call``. A call then runs one Python frame around ``jax.jit``.
+    __call__ = property(operator.attrgetter("_dispatch"))
+
+    def _general_call(self, *args, **kwargs):
         if jit_disabled():
             return self.fun(*args, **kwargs)
         if self._has_statics:
@@ -113,31 +139,9 @@ class JittedFunction:
         else:
             key, dyn_args, dyn_kwargs = (), args, kwargs
         entry = self._entries.get(key)
-        # The fast path: a valid entry, no scope open, plain values.
-        if entry is None or entry.epoch != _EPOCH[0] or entry.static or _THREAD.frames:
+        if entry is None or entry.fast is None:
             return self._call(key, dyn_args, dyn_kwargs)
-        try:
-            values = [r()._value for r in entry.refs]
-        except AttributeError:  # a state died since the last call
-            return self._call(key, dyn_args, dyn_kwargs)
-        try:
-            out, new_values = entry.jitted(values, *dyn_args, **dyn_kwargs)
-        except RetraceNeeded as e:
-            if e.owner is not None and e.owner is not self.stateful:
-                raise
-            return self._call(key, dyn_args, dyn_kwargs, traced=True)
-        if entry.plain:
-            if new_values and type(new_values[0]) is not CONCRETE_ARRAY:  # a raw transform traces us
-                write_state_values(entry.write_states, new_values)
-                return out
-        else:
-            for v in new_values:
-                if type(v) is not CONCRETE_ARRAY:  # a pytree value, or a raw transform traces us
-                    write_state_values(entry.write_states, new_values)
-                    return out
-        for r, v in zip(entry.write_refs, new_values):
-            r()._value = v
-        return out
+        return entry.fast(*dyn_args, **dyn_kwargs)
 
     def _call(self, key, dyn_args: tuple, dyn_kwargs: dict, traced: bool = False):
         """A call that needs more than the fast path: a trace, a scope, static leaves."""

@@ -51,7 +51,7 @@ class JitEntry:
     """
 
     __slots__ = ("plans", "index", "write_pos", "refs", "write_refs", "n_written", "jitted",
-                 "epoch", "static", "stateful", "shared", "plain", "__weakref__")
+                 "epoch", "static", "stateful", "shared", "plain", "fast", "__weakref__")
 
     def __init__(self, owner: Any, sigs: Sequence[StateSignature],
                  previous: Optional["JitEntry"] = None, jitted: Optional[Callable] = None):
@@ -69,6 +69,7 @@ class JitEntry:
         states, write_states = tuple(index), tuple(written)
         self.stateful = owner.stateful
         self.epoch = _EPOCH[0]
+        self.fast: Optional[Callable] = None  # set by the owner (see transform/fast_call.py)
         this = weakref.ref(self)
 
         def stale(_ref):

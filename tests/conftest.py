@@ -1,0 +1,55 @@
+"""Test-suite options: ``make test`` runs a sample of the largest matrices, ``make test-long`` all of it.
+
+Some test functions are parametrized over large matrices (every raw JAX helper
+under every brainx transform, every convolution configuration, ...). In the
+default run, for each such function, the first case and a fixed, spread-out
+sample of the others run (about one in ``k``, chosen by a hash of the test id,
+so the sample is the same on every machine and covers every axis of the
+matrix); ``--long`` (``make test-long``) runs every case. This keeps
+``make test`` under ten minutes on a 2-core CI machine.
+"""
+
+import zlib
+
+import pytest
+
+#: Test file -> keep about one parametrized case in k (per test function).
+SAMPLED_FILES = {
+    "test_nn_layers_conv.py": 4,
+    "test_raw_jax_helpers.py": 3,
+    "test_container_states.py": 3,
+    "test_surrogate.py": 2,
+    "test_random.py": 2,
+    "test_checkpointed_loops.py": 2,
+    "test_promotion_and_paths.py": 2,
+    "test_transform_checks.py": 2,
+    "test_nn_layers_basic.py": 2,
+}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--long", action="store_true",
+                     help="run every case of the sampled test matrices (make test-long)")
+
+
+def _kept(item, seen: set) -> bool:
+    k = SAMPLED_FILES.get(item.path.name)
+    if k is None or getattr(item, "callspec", None) is None:
+        return True
+    function = (item.path.name, item.originalname)
+    if function not in seen:  # the first case of every function always runs
+        seen.add(function)
+        return True
+    return zlib.crc32(item.nodeid.encode()) % k == 0
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--long"):
+        return
+    seen: set = set()
+    kept, dropped = [], []
+    for item in items:
+        (kept if _kept(item, seen) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
