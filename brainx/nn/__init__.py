@@ -49,6 +49,14 @@ from brainx.nn.rnn_cells import GRUCell, LSTMCell, RNNCell, ValinaRNNCell
 from brainx.nn.shape_ops import Flatten, Unflatten
 from brainx.nn.synapse import Expon
 
+# --- event-driven connectivity and constrained parameters (branch eventconn) ---
+from brainx.nn import event_backend
+from brainx.nn.event_backend import get_event_backend, set_event_backend, use_event_backend
+from brainx.nn.event_conn import EventFixedNumConn, EventFixedProb, FixedNumConn
+from brainx.nn.event_linear import EventLinear
+from brainx.nn.sparse_linear import SparseLinear
+# --- end eventconn ---
+
 __all__ = [
     # modules and collective operations
     "Module", "iter_tree", "ParamDescriber", "ElementWiseBlock", "Sequential", "call_order",
@@ -75,4 +83,8 @@ __all__ = [
     "softmin", "sparse_plus", "sparse_sigmoid",
     # spiking models
     "Neuron", "LIF", "LIFRef", "ALIF", "Expon", "exp_decay", "init", "surrogate",
+    # --- event-driven connectivity and constrained parameters (branch eventconn) ---
+    "FixedNumConn", "EventFixedNumConn", "EventFixedProb", "EventLinear", "SparseLinear",
+    "event_backend", "set_event_backend", "get_event_backend", "use_event_backend",
+    # --- end eventconn ---
 ]
