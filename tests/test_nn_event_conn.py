@@ -2,8 +2,9 @@
 
 The dense reference matrix is rebuilt here with ``numpy.add.at`` from the
 layer's stored targets and weights (repeated pairs add), never from
-brainevent, and every product and gradient is compared with plain JAX on it,
-for both CPU backends.
+brainevent, and every product and gradient is compared with plain JAX on it.
+The file runs on the pure-JAX backend; the numba tests repeat the main cases
+on numba (each numba kernel variant compiles for seconds, so they are few).
 """
 
 import os
@@ -23,14 +24,15 @@ import brainx  # noqa: E402
 from brainx import nn  # noqa: E402
 from brainx.nn.event_conn import fixed_num_indices  # noqa: E402
 
-BACKENDS = ["jax_raw", pytest.param("numba", marks=pytest.mark.skipif(
-    not nn.event_backend.has_numba(), reason="numba is not installed"))]
+needs_numba = pytest.mark.skipif(not nn.event_backend.has_numba(), reason="numba is not installed")
 
 
-@pytest.fixture(params=BACKENDS, scope="module")   # module scope: one switch per backend
-def backend(request):
-    with nn.use_event_backend(request.param):
-        yield request.param
+@pytest.fixture(scope="module", autouse=True)
+def backend():
+    """The pure-JAX kernels for the whole file (numba compiles each kernel variant, slowly);
+    the numba tests at the end switch to numba for the main cases."""
+    with nn.use_event_backend("jax_raw"):
+        yield "jax_raw"
 
 
 def dense_of(layer) -> np.ndarray:
@@ -91,7 +93,8 @@ def test_probability_gives_the_connection_count_and_too_many_distinct_is_an_erro
 
 # -- forward values ----------------------------------------------------------------
 
-LAYOUTS = [("post", 1.0), ("pre", 1.0), ("post", 0.6), ("pre", 0.6)]
+# the three stored formats: fixed-number rows (post, 1.0), CSR (post, < 1), CSC (pre)
+LAYOUTS = [("post", 1.0), ("post", 0.6), ("pre", 1.0), ("pre", 0.6)]
 
 
 @pytest.mark.parametrize("target,ratio", LAYOUTS)
@@ -107,9 +110,7 @@ def test_event_and_float_products_equal_the_dense_matmul(backend, target, ratio)
                 ).sum() > layer.indices.size   # there are repeated pairs
     s = spikes((20,))
     np.testing.assert_allclose(layer(s), np.asarray(s, float) @ D, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(layer(s.astype(jnp.float32)), np.asarray(s, float) @ D,
-                               rtol=1e-5, atol=1e-5)
-    sb = spikes((3, 20), seed=1)
+    sb = spikes((3, 20), seed=1).astype(jnp.float32)      # 0/1 floats, batched
     np.testing.assert_allclose(layer(sb), np.asarray(sb, float) @ D, rtol=1e-5, atol=1e-5)
     x = np.random.RandomState(2).randn(4, 20).astype(np.float32)
     np.testing.assert_allclose(flt(jnp.asarray(x)), x @ dense_of(flt), rtol=1e-5, atol=1e-5)
@@ -148,9 +149,9 @@ def loss_through(y):
     return jnp.sum(jnp.sin(y) * jnp.arange(1.0, y.shape[-1] + 1))
 
 
-@pytest.mark.parametrize("target,ratio", [("post", 1.0), ("pre", 1.0), ("post", 0.6)])
-@pytest.mark.parametrize("kind", ["event", "float"])
-def test_gradients_match_the_dense_layer(backend, target, ratio, kind):
+@pytest.mark.parametrize("kind,target,ratio", [("event", "post", 1.0), ("float", "post", 1.0),
+                                               ("event", "post", 0.6), ("float", "pre", 1.0)])
+def test_gradients_match_the_dense_layer(backend, kind, target, ratio):
     cls = nn.EventFixedProb if kind == "event" else nn.FixedNumConn
     layer = cls(12, 9, 4, nn.init.Normal(), efferent_target=target, afferent_ratio=ratio, seed=2,
                 backend=backend)
@@ -208,13 +209,41 @@ def test_jit_for_loop_and_vmap_of_batched_spikes(backend):
     np.testing.assert_allclose(g, synapse_grad(layer, np.asarray(gD)), rtol=1e-4, atol=1e-5)
 
 
+@needs_numba
 def test_per_layer_backend_choice_coexists():
-    kinds = ["jax_raw"] + (["numba"] if nn.event_backend.has_numba() else [])
+    kinds = ["jax_raw", "numba"]
     s = spikes((25,), 0.3)
     w = np.random.RandomState(0).randn(25, 4).astype(np.float32)
     outs = [nn.EventFixedProb(25, 8, 4, w, seed=9, backend=b)(s) for b in kinds]
     for y in outs[1:]:
         np.testing.assert_allclose(y, outs[0], rtol=1e-5, atol=1e-6)
+
+
+# -- the numba backend -------------------------------------------------------------------
+
+@needs_numba
+def test_numba_backend_matches_the_dense_layer():
+    with nn.use_event_backend("numba"):
+        for target, ratio in [("post", 1.0)]:   # the fixed-number rows of EventFixedProb
+            layer = nn.EventFixedProb(20, 6, 8, nn.init.Normal(), efferent_target=target,
+                                      afferent_ratio=ratio, seed=1)
+            D = dense_of(layer)
+            train = spikes((5, 20), 0.3, seed=2)
+            np.testing.assert_allclose(layer(train), np.asarray(train, float) @ D, rtol=1e-5,
+                                       atol=1e-5)
+
+            def loss():
+                return jnp.sum(brainx.transform.for_loop(
+                    lambda s: loss_through(layer(s.astype(jnp.float32))), train))
+            g = brainx.transform.jit(brainx.transform.grad(loss, grad_states=layer.weight))()
+            gD = jax.grad(lambda D: jnp.sum(jax.vmap(lambda s: loss_through(s @ D))(
+                jnp.asarray(train, jnp.float32))))(jnp.asarray(D, jnp.float32))
+            np.testing.assert_allclose(g, synapse_grad(layer, np.asarray(gD)), rtol=1e-4,
+                                       atol=1e-5)
+        x = train[0].astype(jnp.float32)
+        gx = jax.grad(lambda x: loss_through(layer(x)))(x)
+        gx_ref = jax.grad(lambda x: loss_through(x @ jnp.asarray(D, jnp.float32)))(x)
+        np.testing.assert_allclose(gx, gx_ref, rtol=1e-4, atol=1e-5)
 
 
 # -- optional dependency ---------------------------------------------------------------

@@ -24,6 +24,12 @@ layers with different backends can run side by side. When numba is not
 installed and no backend was chosen, brainx chooses ``jax_raw`` for the CPU
 on the first import (brainevent's own default, numba, would fail there).
 
+An input entry is an *event* when it is ``True`` or ``> 0``. Float inputs
+pass through :func:`as_events` first, so every backend sees exact 0/1 values
+(brainevent 0.2.1's ``jax_raw`` dense kernel would otherwise multiply by the
+float value while its numba kernel counts events) and the gradient with
+respect to the input stays that of ``x @ W``.
+
 Examples
 --------
 >>> from brainx.nn import event_backend
@@ -40,8 +46,11 @@ import contextlib
 import importlib.util
 from typing import Iterator, Optional
 
+import jax
+import jax.numpy as jnp
+
 __all__ = ["load_brainevent", "set_event_backend", "get_event_backend", "use_event_backend",
-           "has_numba", "CPU_BACKENDS"]
+           "has_numba", "as_events", "CPU_BACKENDS"]
 
 CPU_BACKENDS = ("numba", "jax_raw")
 
@@ -146,3 +155,26 @@ def use_event_backend(backend: Optional[str], platform: str = "cpu") -> Iterator
         yield
     finally:
         be.config.set_backend(platform, previous)
+
+
+def as_events(x):
+    """``x`` as events for the kernels: a bool array as is, a float one as exact 0/1 floats.
+
+    The float result is ``1.0`` where ``x > 0`` and ``0.0`` elsewhere, with the
+    gradient of the identity (a straight-through estimate), so
+    ``grad(f(as_events(x) @ W))`` is ``grad(f(x @ W))`` at spike-valued ``x``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from brainx.nn.event_backend import as_events
+    >>> as_events(jnp.array([2.5, 0.0, -1.0])).tolist()
+    [1.0, 0.0, 0.0]
+    >>> jax.grad(lambda x: (as_events(x) * jnp.array([1., 2., 3.])).sum())(jnp.ones(3)).tolist()
+    [1.0, 2.0, 3.0]
+    """
+    x = jnp.asarray(x)
+    if x.dtype == jnp.bool_ or not jnp.issubdtype(x.dtype, jnp.floating):
+        return x
+    active = (x > 0).astype(x.dtype)
+    return active + (x - jax.lax.stop_gradient(x))

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from brainx import random as brainx_random
-from brainx.nn.event_backend import load_brainevent
+from brainx.nn.event_backend import as_events, load_brainevent
 from brainx.nn.init import param
 from brainx.nn.module import Module
 from brainx.state.state import ParamState
@@ -262,6 +262,6 @@ def _matmul_last_axis(x, conn, event: bool, who: str, n_in: int):
                          f"(the presynaptic size), got shape {shape}.")
     flat = x if len(shape) <= 2 else u.math.reshape(x, (-1, n_in))
     if event:
-        flat = load_brainevent(who).BinaryArray(flat)
+        flat = load_brainevent(who).BinaryArray(as_events(u.get_mantissa(flat)))
     y = flat @ conn
     return y if len(shape) <= 2 else u.math.reshape(y, shape[:-1] + (y.shape[-1],))

@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import brainunit as u
-import jax
 import jax.numpy as jnp
 
-from brainx.nn.event_backend import load_brainevent
+from brainx.nn.event_backend import as_events, load_brainevent
 from brainx.nn.init import param
 from brainx.nn.module import Module
 from brainx.state.state import ParamState
@@ -36,7 +35,7 @@ class EventLinear(Module):
         ``(in, out)`` weights, or a scalar shared by every pair. Its unit is
         the output's. Kept in the :class:`~brainx.ParamState` ``self.weight``.
     float_as_event : bool
-        ``True``: a float input counts as events (non-zero entries add their
+        ``True``: a float input counts as events (entries ``> 0`` add their
         row once, the gradient is that of ``x @ W``); ``False``: a float input
         is multiplied densely, ``x @ W``.
     block_size : int
@@ -84,6 +83,7 @@ class EventLinear(Module):
         if not event:
             return u.math.matmul(spikes, weight)
         be = load_brainevent("EventLinear")
+        spikes = as_events(spikes)
         flat = spikes if len(shape) == 1 else u.math.reshape(spikes, (-1, n_in))
         if len(shape) == 1:
             return be.binary_densemv(weight, flat, transpose=True, backend=self.backend)
@@ -92,13 +92,9 @@ class EventLinear(Module):
 
     def _homogeneous(self, spikes, weight, event: bool):
         """One shared weight: every output gets ``w * (number of events)``."""
+        if event:   # the value counts events, the gradient is that of the value sum
+            spikes = as_events(spikes)
         x = jnp.asarray(spikes, dtype=jnp.result_type(float))
-        if event:
-            # the forward value counts events; the gradient is that of the value sum
-            total = jnp.sum(x, axis=-1, keepdims=True)
-            count = jnp.sum(x != 0, axis=-1, keepdims=True).astype(total.dtype)
-            reduced = count + (total - jax.lax.stop_gradient(total))
-        else:
-            reduced = jnp.sum(x, axis=-1, keepdims=True)
+        reduced = jnp.sum(x, axis=-1, keepdims=True)
         ones = jnp.ones(jnp.shape(x)[:-1] + (self.out_size[-1],), dtype=reduced.dtype)
         return ones * reduced * u.math.reshape(weight, ())

@@ -5,9 +5,14 @@ The connectivity comes from the caller as a sparse matrix: a brainunit one
 (``brainevent.CSR``, ``CSC``, ``FixedNumPerPre``, ...). Its structure is
 fixed; its stored values become the trainable ``"weight"`` of
 ``self.weight`` (a :class:`~brainx.ParamState` ``{"weight", "bias"}`` as in
-:class:`~brainx.nn.Linear`). With a brainevent matrix, a boolean input is a
-spike vector and goes through the event kernel; a float input is multiplied
-exactly.
+:class:`~brainx.nn.Linear`).
+
+A brainevent matrix multiplies with brainevent's kernels (a boolean input is
+a spike vector and goes through the event kernel). A brainunit matrix is
+read once into its ``(row, column)`` coordinates and multiplied here in
+plain JAX, a gather and a ``segment_sum`` over the stored entries:
+brainunit 0.5.2's own ``x @ csr`` gives a wrong gradient with respect to the
+stored values, which training needs.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import sys
 from typing import Any, Optional
 
 import brainunit as u
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from brainx.nn.event_backend import load_brainevent
 from brainx.nn.init import param
@@ -66,6 +73,7 @@ class SparseLinear(Module):
                              f"matrix's {rows} rows.")
         self.out_size = cols
         self.spar_mat = spar_mat
+        self._coords = None if _is_brainevent(spar_mat) else _coordinates(spar_mat)
         params = {"weight": spar_mat.data}
         if b_init is not None:
             params["bias"] = param(b_init, (cols,), allow_none=False)
@@ -74,13 +82,13 @@ class SparseLinear(Module):
     def update(self, x):
         """``x @ W (+ b)``; a bool ``x`` is a spike vector (event kernel on brainevent matrices)."""
         params = self.weight.value
-        mat = self.spar_mat.with_data(params["weight"])
-        if jnp.asarray(u.get_mantissa(x)).dtype == jnp.bool_:
-            if _is_brainevent(mat):
+        if self._coords is None:
+            mat = self.spar_mat.with_data(params["weight"])
+            if jnp.asarray(u.get_mantissa(x)).dtype == jnp.bool_:
                 x = load_brainevent("SparseLinear").BinaryArray(x)
-            else:
-                x = jnp.asarray(x, dtype=u.math.asarray(params["weight"]).dtype)
-        y = x @ mat
+            y = x @ mat
+        else:
+            y = _coo_matmul(x, params["weight"], *self._coords, self.out_size[-1])
         if "bias" in params:
             y = y + params["bias"]
         return y
@@ -90,3 +98,27 @@ def _is_brainevent(mat) -> bool:
     """A brainevent matrix (brainevent is then imported already: never import it here)."""
     be = sys.modules.get("brainevent")
     return be is not None and isinstance(mat, be.DataRepresentation)
+
+
+def _coordinates(mat):
+    """``(rows, cols)`` of the stored entries of a brainunit CSR / CSC / COO, in ``data``'s order."""
+    if hasattr(mat, "row") and hasattr(mat, "col"):
+        return jnp.asarray(mat.row), jnp.asarray(mat.col)
+    major = np.repeat(np.arange(len(mat.indptr) - 1), np.diff(np.asarray(mat.indptr)))
+    minor = np.asarray(mat.indices)
+    is_csc = type(mat).__name__ == "CSC"
+    rows, cols = (minor, major) if is_csc else (major, minor)
+    return jnp.asarray(rows, jnp.int32), jnp.asarray(cols, jnp.int32)
+
+
+def _coo_matmul(x, data, rows, cols, n_out: int):
+    """``x @ W`` for ``W[rows[k], cols[k]] = data[k]`` (repeated pairs add), ``x``: ``(..., in)``."""
+    x = u.math.asarray(x)
+    if x.dtype == jnp.bool_:
+        x = x.astype(u.math.asarray(data).dtype)
+    contrib = x[..., rows] * data                           # (..., nse)
+    moved = u.math.moveaxis(contrib, -1, 0)
+    y = jax.ops.segment_sum(u.get_mantissa(moved), cols, num_segments=n_out)
+    y = u.math.moveaxis(y, 0, -1)
+    unit = u.get_unit(contrib)
+    return y if unit.is_unitless else u.Quantity(y, unit=unit)
