@@ -54,6 +54,11 @@ from brainx.nn import event_backend
 from brainx.nn.event_backend import get_event_backend, set_event_backend, use_event_backend
 from brainx.nn.event_conn import EventFixedNumConn, EventFixedProb, FixedNumConn
 from brainx.nn.event_linear import EventLinear
+from brainx.nn.param import Const, Param
+from brainx.nn.param_transforms import (
+    AffineT, ChainT, ClipT, ExpT, IdentityT, LogT, NegativeT, NegSoftplusT, PositiveT, SigmoidT,
+    SoftplusT, SoftsignT, TanhT, Transform,
+)
 from brainx.nn.sparse_linear import SparseLinear
 # --- end eventconn ---
 
@@ -86,5 +91,7 @@ __all__ = [
     # --- event-driven connectivity and constrained parameters (branch eventconn) ---
     "FixedNumConn", "EventFixedNumConn", "EventFixedProb", "EventLinear", "SparseLinear",
     "event_backend", "set_event_backend", "get_event_backend", "use_event_backend",
+    "Param", "Const", "Transform", "IdentityT", "SoftplusT", "NegSoftplusT", "ExpT", "LogT",
+    "SigmoidT", "TanhT", "SoftsignT", "ClipT", "AffineT", "ChainT", "PositiveT", "NegativeT",
     # --- end eventconn ---
 ]
