@@ -165,8 +165,11 @@ def test_gradients_match_the_dense_layer(backend, kind, target, ratio):
     np.testing.assert_allclose(gx, gx_ref, rtol=1e-4, atol=1e-5)
 
 
-def test_gradient_of_a_shared_weight_is_the_sum_over_synapses(backend):
-    layer = nn.EventFixedProb(12, 9, 4, 0.3, seed=4, backend=backend)
+@pytest.mark.parametrize("target,ratio", [("post", 1.0), ("pre", 0.5)])
+def test_gradient_of_a_shared_weight_is_the_sum_over_synapses(backend, target, ratio):
+    layer = nn.EventFixedProb(12, 9, 4, 0.3, efferent_target=target, afferent_ratio=ratio,
+                              seed=4, backend=backend)
+    assert layer.weight.value.shape == ()
     s = spikes((12,), 0.5)
     g = brainx.transform.grad(lambda: loss_through(layer(s)), grad_states=layer.weight)()
     gD = jax.grad(lambda D: loss_through(jnp.asarray(s, jnp.float32) @ D))(

@@ -118,13 +118,16 @@ class FixedNumConn(Module):
         Whether a pair may be drawn twice (its weights add).
     seed : int, optional
         Seed of the connectivity (``None``: from :mod:`brainx.random`).
+    name : str, optional
+        A label for ``repr``.
+    conn_init : {"vmap", "for_loop"}
+        Accepted for brainstate's signature: brainx always draws the
+        connectivity on the host with NumPy, at once.
     param_type : type
         The State class of the weights (``ParamState``: trainable).
     backend : str, optional
         brainevent backend of the event product (``"numba"`` or ``"jax_raw"``
         on CPU); ``None``: the global choice (:func:`set_event_backend`).
-    name : str, optional
-        A label for ``repr``.
 
     Examples
     --------
@@ -140,14 +143,17 @@ class FixedNumConn(Module):
     def __init__(self, in_size, out_size, conn_num: Union[int, float], conn_weight: Any,
                  efferent_target: str = "post", afferent_ratio: float = 1.0,
                  allow_multi_conn: bool = True, seed: Optional[int] = None,
-                 name: Optional[str] = None, param_type: type = ParamState,
-                 backend: Optional[str] = None):
+                 name: Optional[str] = None, conn_init: str = "vmap",
+                 param_type: type = ParamState, backend: Optional[str] = None):
         super().__init__(name=name)
         self.in_size = in_size
         self.out_size = out_size
         if efferent_target not in ("pre", "post"):
             raise ValueError(f"{type(self).__name__}: efferent_target must be 'pre' or 'post', "
                              f"got {efferent_target!r}.")
+        if conn_init not in ("vmap", "for_loop"):
+            raise ValueError(f"{type(self).__name__}: conn_init must be 'vmap' or 'for_loop', "
+                             f"got {conn_init!r}.")
         if not 0.0 <= afferent_ratio <= 1.0:
             raise ValueError(f"{type(self).__name__}: afferent_ratio must be in [0, 1], "
                              f"got {afferent_ratio}.")
