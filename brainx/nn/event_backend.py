@@ -110,7 +110,8 @@ def set_event_backend(backend: Optional[str], platform: str = "cpu") -> None:
     ----------
     backend : str or None
         ``"numba"`` or ``"jax_raw"`` on CPU (see the module's table); on GPU,
-        any backend brainevent has there. ``None``: brainevent's default.
+        any backend brainevent has there. ``None``: brainevent's default
+        (on CPU without numba: ``"jax_raw"``).
     platform : str
         ``"cpu"``, ``"gpu"`` or ``"tpu"``.
 
@@ -129,6 +130,8 @@ def set_event_backend(backend: Optional[str], platform: str = "cpu") -> None:
         if backend == "numba" and not has_numba():
             raise ImportError("set_event_backend('numba') needs numba, which is not installed: "
                               "pip install 'brainx[numba]', or use 'jax_raw'.")
+    if platform == "cpu" and backend is None and not has_numba():
+        backend = "jax_raw"      # brainevent's default would be numba
     be.config.set_backend(platform, backend)
 
 
