@@ -10,7 +10,9 @@ one weight per synapse (``ParamState``s). One step computes the input current
   over every stored synapse);
 * dense: two ``brainx.nn.Linear`` layers (no bias) holding the same synapses
   as dense ``(pre, 4000)`` matrices, the spikes as 0/1 floats;
-* brainstate's ``EventFixedProb``, only if ``import brainstate`` works.
+* brainstate's ``EventFixedProb`` (shared weights, its own synapses), timed in
+  the same rounds, as the last column ("time (dense / it)"), only if
+  ``import brainstate`` works; otherwise the column says n/a.
 
 Each step is compiled with ``brainx.transform.jit``. Time: the median over
 interleaved rounds (every variant and rate in each round, so machine load
@@ -35,6 +37,7 @@ import brainx
 from brainx import nn
 
 N_E, N_I, N_POST, PROB = 3200, 800, 4000, 0.02
+BRAINSTATE = "brainstate EventFixedProb"
 
 
 def dense_matrix(layer) -> np.ndarray:
@@ -85,12 +88,16 @@ def variants():
     return compiled
 
 
-def brainstate_column():
+def brainstate_step():
+    """brainstate's ``EventFixedProb`` for the same step (other synapses, same sizes), jitted
+    with brainstate's jit; ``None`` when ``import brainstate`` fails."""
     try:
-        import brainstate  # noqa: F401
+        import brainstate
     except ImportError:
         return None
-    return "installed, not measured here"
+    e = brainstate.nn.EventFixedProb(N_E, N_POST, PROB, 0.6, seed=1)
+    i = brainstate.nn.EventFixedProb(N_I, N_POST, PROB, -6.7, seed=2)
+    return brainstate.transform.jit(lambda s: e(s[:N_E]) + i(s[N_E:]))
 
 
 def spikes_at(rate: float, seed: int):
@@ -107,10 +114,16 @@ def measure(rates, rounds: int, reps: int):
             got = np.asarray(jax.block_until_ready(fn(s)))
             err = np.abs(got - want).max() / max(1.0, np.abs(want).max())
             assert err < 1e-4, f"{name} at {r}% differs from dense by {err:.2e}"
-    times = {(r, name): [] for r in rates for name in fns}
+    timed = {name: fn for name, (fn, _, _) in fns.items()}
+    bs = brainstate_step()
+    if bs is not None:
+        timed[BRAINSTATE] = bs
+        for s in inputs.values():
+            jax.block_until_ready(bs(s))
+    times = {(r, name): [] for r in rates for name in timed}
     for _ in range(rounds):
         for r in rates:
-            for name, (fn, _, _) in fns.items():
+            for name, fn in timed.items():
                 s = inputs[r]
                 t0 = time.perf_counter()
                 for _ in range(reps):
@@ -119,11 +132,17 @@ def measure(rates, rounds: int, reps: int):
                 times[(r, name)].append((time.perf_counter() - t0) / reps)
     rows = []
     for r in rates:
+        if bs is None:
+            bs_col = "n/a"
+        else:
+            t = times[(r, BRAINSTATE)]
+            bs_col = (f"{statistics.median(t) * 1e6:,.0f} us "
+                      f"({statistics.median(d / e for d, e in zip(times[(r, ref)], t)):.1f}x)")
         for name, (_, mem, conn) in fns.items():
             t = times[(r, name)]
             ratio = statistics.median(d / e for d, e in zip(times[(r, ref)], t))
             rows.append((r, name, statistics.median(t) * 1e6, ratio, mem, fns[ref][1] / mem,
-                         conn, fns[ref][2] / conn))
+                         conn, fns[ref][2] / conn, bs_col))
     return rows
 
 
@@ -134,15 +153,14 @@ def main():
     parser.add_argument("--rates", type=float, nargs="+", default=[1, 2, 5, 10])
     args = parser.parse_args()
     rows = measure(args.rates, args.rounds, args.reps)
-    bs = brainstate_column()
     print(f"jax {jax.__version__}, {jax.devices()[0].platform}, {N_E}+{N_I} -> {N_POST}, "
           f"p = {PROB}; median of {args.rounds} interleaved rounds of {args.reps} steps")
     print("| rate | variant | time / step (us) | dense / this (time) | compiled args+temp (MB) "
           "| dense / this (memory) | connectivity (MB) | brainstate EventFixedProb |")
     print("|---:|---|---:|---:|---:|---:|---:|---|")
-    for r, name, us, ratio, mem, mem_ratio, conn, conn_ratio in rows:
+    for r, name, us, ratio, mem, mem_ratio, conn, conn_ratio, bs_col in rows:
         print(f"| {r:g} % | {name} | {us:,.0f} | {ratio:.1f}x | {mem / 2**20:.1f} | "
-              f"{mem_ratio:.1f}x | {conn / 2**20:.1f} | {bs or 'n/a'} |")
+              f"{mem_ratio:.1f}x | {conn / 2**20:.1f} | {bs_col} |")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ CASES = [
     (nn.TanhT(0.0, 2.0), lambda x: jnp.tanh(x) + 1.0),
     (nn.SoftsignT(-1.0, 1.0), lambda x: x / (1.0 + jnp.abs(x))),
     (nn.AffineT(-3.0, 2.0), lambda x: -3.0 * x + 2.0),
-    (nn.ChainT(nn.SoftplusT(0.0), nn.AffineT(2.0, 1.0)), lambda x: 2.0 * jnp.log1p(jnp.exp(x)) + 1.0),
+    (nn.ChainT(nn.SoftplusT(0.0), nn.AffineT(2.0, 1.0)),
+     lambda x: 2.0 * jnp.log1p(jnp.exp(x)) + 1.0),
     (nn.PositiveT(), jnp.exp),
     (nn.NegativeT(), lambda x: -jnp.exp(x)),
 ]
@@ -56,7 +57,8 @@ def test_bounded_transforms_stay_in_range_for_extreme_inputs():
 def test_clip_transform_clips_and_has_no_gradient_outside():
     t = nn.ClipT(0.0, 1.0)
     np.testing.assert_allclose(t.forward(jnp.array([-1.0, 0.3, 2.0])), [0.0, 0.3, 1.0])
-    g = jax.grad(lambda x: jnp.sum(t.forward(x) * jnp.array([1.0, 2.0, 3.0])))(jnp.array([-1.0, 0.3, 2.0]))
+    g = jax.grad(lambda x: jnp.sum(t.forward(x) * jnp.array([1.0, 2.0, 3.0])))(
+        jnp.array([-1.0, 0.3, 2.0]))
     np.testing.assert_allclose(g, [0.0, 2.0, 0.0])
 
 
@@ -64,8 +66,8 @@ def test_transforms_with_units():
     t = nn.SigmoidT(-80.0 * u.mV, -40.0 * u.mV)
     y = t.forward(jnp.array([0.0, 2.0]))
     assert y.unit == u.mV
-    np.testing.assert_allclose(y.to_decimal(u.mV), -80.0 + 40.0 * jax.nn.sigmoid(jnp.array([0.0, 2.0])),
-                               rtol=1e-6)
+    np.testing.assert_allclose(y.to_decimal(u.mV),
+                               -80.0 + 40.0 * jax.nn.sigmoid(jnp.array([0.0, 2.0])), rtol=1e-6)
     np.testing.assert_allclose(t.inverse(-50.0 * u.mV), np.log(30.0 / 10.0), rtol=1e-5)
     sp = nn.SoftplusT(2.0 * u.ms)
     np.testing.assert_allclose(sp.inverse(sp.forward(jnp.array(0.7))), 0.7, rtol=1e-5)
@@ -121,7 +123,8 @@ def test_param_with_units_set_value_clip_and_vmap():
     np.testing.assert_allclose(tau.value().to_decimal(u.ms), [2.0, 40.0], rtol=1e-5)
     tau.clip(max_val=30.0 * u.ms)
     np.testing.assert_allclose(tau.value().to_decimal(u.ms), [2.0, 30.0], rtol=1e-5)
-    decay = brainx.transform.vmap(lambda dt: u.math.exp(-dt / tau.value()))(jnp.array([1.0, 2.0]) * u.ms)
+    decay = brainx.transform.vmap(lambda dt: u.math.exp(-dt / tau.value()))(
+        jnp.array([1.0, 2.0]) * u.ms)
     np.testing.assert_allclose(decay, np.exp(-np.array([[1.0], [2.0]]) / np.array([2.0, 30.0])),
                                rtol=1e-5)
 

@@ -136,7 +136,7 @@ def set_event_backend(backend: Optional[str], platform: str = "cpu") -> None:
 
 
 def get_event_backend(platform: str = "cpu") -> Optional[str]:
-    """The backend brainevent's kernels use on ``platform`` (``None``: brainevent chooses per kernel)."""
+    """The backend of brainevent's kernels on ``platform`` (``None``: each kernel's default)."""
     be = load_brainevent("get_event_backend")
     chosen = be.config.get_backend(platform)
     if chosen is None and platform == "cpu":

@@ -30,7 +30,7 @@ restricted to the stored synapses.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
 
 import brainunit as u
 import jax
@@ -180,15 +180,14 @@ class FixedNumConn(Module):
             self.row_selected = rng.random_sample(n_rows) < afferent_ratio
             indices = indices[self.row_selected]
         self.indices = jnp.asarray(indices)
+        weight = _weight(conn_weight, indices.shape)
         if efferent_target == "post" and afferent_ratio == 1.0:
-            weight = _weight(conn_weight, indices.shape)
             self.conn = be.FixedNumPerPre(weight, self.indices, shape=shape, backend=backend)
         else:
             # compressed rows (CSR, rows = pre) or columns (CSC, columns = post): brainevent
             # reads both in their favourable direction for ``x @ W``
             counts = np.where(self.row_selected, self.conn_num, 0)
             indptr = jnp.asarray(np.concatenate([[0], np.cumsum(counts)]), dtype=jnp.int32)
-            weight = _weight(conn_weight, indices.shape)
             kind = be.CSR if efferent_target == "post" else be.CSC
             self.conn = kind((_flat(weight), self.indices.ravel(), indptr), shape=shape,
                              backend=backend)
@@ -204,10 +203,10 @@ class FixedNumConn(Module):
 
     # -- helpers -------------------------------------------------------------------
     def _product(self, x, event: bool):
-        if self.conn is None:
-            w = self.weight
+        if self.conn is None:     # no synapse: zeros in the weight's unit
             shape = tuple(jnp.shape(x))[:-1] + (self.out_size[-1],)
-            return u.maybe_decimal(u.math.zeros(shape, dtype=u.math.asarray(x).dtype) * u.get_unit(w))
+            zeros = u.math.zeros(shape, dtype=u.math.asarray(x).dtype)
+            return u.maybe_decimal(zeros * u.get_unit(self.weight))
         conn = self.conn.with_data(_flat(self.weight.value) if self._compressed else
                                    self.weight.value)
         return _matmul_last_axis(x, conn, event, type(self).__name__, self.in_size[-1])

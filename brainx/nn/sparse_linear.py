@@ -101,7 +101,7 @@ def _is_brainevent(mat) -> bool:
 
 
 def _coordinates(mat):
-    """``(rows, cols)`` of the stored entries of a brainunit CSR / CSC / COO, in ``data``'s order."""
+    """``(rows, cols)`` of a brainunit CSR / CSC / COO's stored entries, in ``data``'s order."""
     if hasattr(mat, "row") and hasattr(mat, "col"):
         return jnp.asarray(mat.row), jnp.asarray(mat.col)
     major = np.repeat(np.arange(len(mat.indptr) - 1), np.diff(np.asarray(mat.indptr)))
@@ -112,7 +112,8 @@ def _coordinates(mat):
 
 
 def _coo_matmul(x, data, rows, cols, n_out: int):
-    """``x @ W`` for ``W[rows[k], cols[k]] = data[k]`` (repeated pairs add), ``x``: ``(..., in)``."""
+    """``x @ W`` for ``W[rows[k], cols[k]] = data[k]`` (repeated pairs add); ``x``: ``(..., in)``.
+    """
     x = u.math.asarray(x)
     if x.dtype == jnp.bool_:
         x = x.astype(u.math.asarray(data).dtype)
