@@ -213,6 +213,38 @@ def test_jit_for_loop_and_vmap_of_batched_spikes(backend):
     np.testing.assert_allclose(g, synapse_grad(layer, np.asarray(gD)), rtol=1e-4, atol=1e-5)
 
 
+def test_bptt_through_a_recurrent_spiking_network_matches_the_dense_network():
+    """LIF spikes (0/1 floats with a surrogate gradient) drive a recurrent EventFixedProb;
+    the BPTT gradient w.r.t. the synapses equals that of the same network with nn.Linear."""
+    n, T = 40, 15
+    rec = nn.EventFixedProb(n, n, 6, nn.init.Normal(0.5, 0.2, unit=u.mA), seed=11)
+    dense = nn.Linear(n, n, w_init=dense_of(rec).astype(np.float32) * u.mA, b_init=None)
+    drive = jnp.asarray(np.random.RandomState(12).rand(T, n) * 3.0, jnp.float32) * u.mA
+
+    def run(synapses, weight_state):
+        lif = nn.init_all_states(nn.LIF(n, tau=5.0 * u.ms, V_th=1.0 * u.mV))
+
+        def loss():
+            def step(x):
+                return lif(x + synapses(lif.get_spike()))
+            spikes = brainx.transform.for_loop(step, drive)
+            return jnp.mean((jnp.mean(spikes, axis=0) - 0.2) ** 2), spikes
+
+        with brainx.environ.context(dt=1.0 * u.ms):
+            g, _, spikes = brainx.transform.grad(loss, grad_states=weight_state,
+                                                 has_aux=True, return_value=True)()
+        return g, spikes
+
+    g_event, s_event = run(rec, rec.weight)
+    g_dense, s_dense = run(dense, dense.weight)
+    np.testing.assert_array_equal(s_event, s_dense)
+    assert 0 < float(jnp.mean(s_event)) < 0.9          # the network does spike
+    g_event = u.get_mantissa(g_event)
+    g_dense = np.asarray(u.get_mantissa(g_dense["weight"]))
+    assert np.abs(g_dense).max() > 0
+    np.testing.assert_allclose(g_event, synapse_grad(rec, g_dense), rtol=1e-4, atol=1e-6)
+
+
 @needs_numba
 def test_per_layer_backend_choice_coexists():
     kinds = ["jax_raw", "numba"]
