@@ -7,6 +7,7 @@ States (:class:`State` and its kinds) hold mutable values; the functions in
 from brainx import environ, errors, random, transform
 from brainx import io, nn, optim  # noqa: E402  (they import environ and the states)
 from brainx import graph, util  # noqa: E402  (graph walks brainx.nn modules)
+from brainx import distributed  # noqa: E402  (places the states graph finds)
 from brainx.errors import (
     BatchAxisError, BrainStateError, ExpiredStateError, StateTypeError, TraceContextError,
     TracerLeakError,
@@ -25,5 +26,5 @@ __all__ = [
     "TracerLeakError", "ExpiredStateError", "StateTypeError", "random", "BatchAxisError",
     "environ", "nn", "optim", "io", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "check_state_value_tree", "maybe_state", "TraceContextError", "BrainStateError",
-    "graph", "util",
+    "graph", "util", "distributed",
 ]

@@ -5,8 +5,9 @@ dotted paths; :func:`init_all_states` / :func:`reset_all_states` call every
 module's ``init_state`` / ``reset_state``. Layers for deep learning
 (:class:`Sequential`, :class:`Linear`, convolutions, pooling, normalisation,
 dropout, embeddings, recurrent cells, activations; see docs/nn-layers.md) and
-for spiking models (:class:`LIF`, :class:`LIFRef`, :class:`ALIF`,
-:class:`Expon`); spike functions with surrogate gradients in
+for spiking models (:class:`Dynamics`, the base of :class:`LIF`, :class:`LIFRef`,
+:class:`ALIF`, :class:`Expon`, :class:`Alpha`, :class:`DualExpon`; :class:`Delay`
+buffers and the readers of delayed states, see docs/dynamics.md); spike functions with surrogate gradients in
 :mod:`brainx.nn.surrogate`; initialisers in :mod:`brainx.nn.init`.
 """
 
@@ -49,6 +50,22 @@ from brainx.nn.rnn_cells import GRUCell, LSTMCell, RNNCell, ValinaRNNCell
 from brainx.nn.shape_ops import Flatten, Unflatten
 from brainx.nn.synapse import Expon
 
+# -- dynamics and delays (branch dynamics) --------------------------------------------------
+from brainx.nn import hooks
+from brainx.nn.delay import Delay, DelayAccess, StateWithDelay
+from brainx.nn.dynamics import Dynamics
+from brainx.nn.exp_euler import exp_euler_step
+from brainx.nn.hooks import (
+    not_receive_update_input, not_receive_update_output, receive_update_input,
+    receive_update_output,
+)
+from brainx.nn.prefetch import (
+    OutputDelayAt, Prefetch, PrefetchDelay, PrefetchDelayAt, init_maybe_prefetch,
+)
+from brainx.nn.synapse import Alpha, DualExpon, Synapse
+from brainx.nn.synouts import COBA, CUBA, SynOut
+# -- end dynamics and delays ------------------------------------------------------------------
+
 # --- event-driven connectivity and constrained parameters (branch eventconn) ---
 from brainx.nn import event_backend
 from brainx.nn.event_backend import get_event_backend, set_event_backend, use_event_backend
@@ -88,6 +105,12 @@ __all__ = [
     "softmin", "sparse_plus", "sparse_sigmoid",
     # spiking models
     "Neuron", "LIF", "LIFRef", "ALIF", "Expon", "exp_decay", "init", "surrogate",
+    # -- dynamics and delays (branch dynamics) --
+    "Dynamics", "Synapse", "Alpha", "DualExpon", "SynOut", "COBA", "CUBA", "exp_euler_step",
+    "Delay", "DelayAccess", "StateWithDelay", "Prefetch", "PrefetchDelay", "PrefetchDelayAt",
+    "OutputDelayAt", "init_maybe_prefetch", "receive_update_input", "not_receive_update_input",
+    "receive_update_output", "not_receive_update_output", "hooks",
+    # -- end dynamics and delays --
     # --- event-driven connectivity and constrained parameters (branch eventconn) ---
     "FixedNumConn", "EventFixedNumConn", "EventFixedProb", "EventLinear", "SparseLinear",
     "event_backend", "set_event_backend", "get_event_backend", "use_event_backend",

@@ -1,12 +1,18 @@
-r"""Spiking neuron models: `LIF` (with an optional refractory period), `LIFRef`, `ALIF`.
+r"""Spiking neuron models on :class:`~brainx.nn.Dynamics`: `LIF` (optional refractory period), `LIFRef`, `ALIF`.
 
 All follow brainstate's conventions: each step first resets the neurons that
 spiked on the previous step, then integrates the membrane equation over one
 time step ``dt`` (from :mod:`brainx.environ`) exactly (exponential Euler,
-exact for these linear equations with the input held over the step), and
-returns the spikes of the new potential through a surrogate spike function.
-Voltages, times and currents are brainunit quantities; plain numbers work too
-as long as they are consistent.
+exact for these linear equations with the input held over the step), adds
+the delta inputs to ``V``, and returns the spikes of the new potential
+through a surrogate spike function.
+
+The input current is the argument ``x`` plus the registered current inputs
+(:meth:`~brainx.nn.Dynamics.add_current_input`); a callable input is called
+with the membrane potential, so a conductance-based input
+``g * (E - V)`` enters the exponential-Euler step with its dependence on
+``V``. Voltages, times and currents are brainunit quantities; plain numbers
+work too as long as they are consistent.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ import brainunit as u
 import jax
 
 from brainx import environ
+from brainx.nn.dynamics import Dynamics
+from brainx.nn.exp_euler import exp_euler_step
 from brainx.nn.init import Constant, param
-from brainx.nn.module import Module
 from brainx.nn.surrogate import ReluGrad
 from brainx.state.state import HiddenState, ShortTermState
 
@@ -30,8 +37,8 @@ def exp_decay(tau: Any) -> Any:
     return u.math.exp(-environ.get_dt() / tau)
 
 
-class Neuron(Module):
-    """Base class of spiking neurons: sizes, the spike function and the reset mode.
+class Neuron(Dynamics):
+    """Base class of spiking neurons: a :class:`~brainx.nn.Dynamics` with a spike function and a reset mode.
 
     Parameters
     ----------
@@ -48,19 +55,13 @@ class Neuron(Module):
 
     def __init__(self, in_size, spk_fun: Callable = ReluGrad(), spk_reset: str = "soft",
                  name: Optional[str] = None):
-        super().__init__(name=name)
+        super().__init__(in_size, name=name)
         if spk_reset not in ("soft", "hard"):
             raise ValueError(f"spk_reset must be 'soft' or 'hard', got {spk_reset!r}.")
         if not callable(spk_fun):
             raise TypeError(f"spk_fun must be callable, got {spk_fun!r}.")
-        self.in_size = in_size
-        self.out_size = in_size
         self.spk_fun = spk_fun
         self.spk_reset = spk_reset
-
-    @property
-    def varshape(self):
-        return self.in_size
 
     def _set_params(self, **values) -> None:
         """Each value (a number, array or Quantity) as an attribute, checked against the size."""
@@ -79,6 +80,22 @@ class Neuron(Module):
         if self.spk_reset == "soft":
             return V_th - self.V_reset
         return jax.lax.stop_gradient(last_v) - self.V_reset
+
+    def _membrane_step(self, V, x, tau):
+        """``V`` after one step of ``tau dV/dt = V_rest - V + R I``, then the delta inputs.
+
+        ``I`` is ``x`` plus the current inputs. Without current inputs the
+        step is the closed form (the input is constant over the step); with
+        them, exponential Euler, which handles inputs that depend on ``V``.
+        """
+        if not self.current_inputs:
+            V_inf = self.V_rest if x is None else self.V_rest + self.R * x
+            V = V_inf + (V - V_inf) * exp_decay(tau)
+        else:
+            x0 = 0.0 * (u.get_unit(self.V_th) / u.get_unit(self.R)) if x is None else x
+            V = exp_euler_step(
+                lambda v: (self.V_rest - v + self.R * self.sum_current_inputs(x0, v)) / tau, V)
+        return self.sum_delta_inputs(V)
 
 
 class LIF(Neuron):
@@ -154,17 +171,13 @@ class LIF(Neuron):
         V = self.V.value if V is None else V
         return self.spk_fun((V - self.V_th) / (self.V_th - self.V_reset))
 
-    def _integrate(self, V, x):
-        V_inf = self.V_rest if x is None else self.V_rest + self.R * x
-        return V_inf + (V - V_inf) * exp_decay(self.tau)
-
     def update(self, x=None):
         """One step with input current ``x`` (``None``: no input); returns the spikes."""
         self._require("V")
         last_v = self.V.value
         last_spk = self.get_spike(last_v)
         V = last_v - self._reset_amount(last_v, self.V_th) * last_spk
-        V_new = self._integrate(V, x)
+        V_new = self._membrane_step(V, x, self.tau)
         if self.tau_ref is not None:
             V_new = self._refractory(V_new, last_spk)
         self.V.value = V_new
@@ -255,8 +268,7 @@ class ALIF(Neuron):
         last_spk = self.get_spike(last_v, last_a)
         V = last_v - self._reset_amount(last_v, self.V_th) * last_spk
         a = last_a + last_spk
-        V_inf = self.V_rest if x is None else self.V_rest + self.R * x
-        V = V_inf + (V - V_inf) * exp_decay(self.tau)
+        V = self._membrane_step(V, x, self.tau)
         a = a * exp_decay(self.tau_a)
         self.V.value = V
         self.a.value = a

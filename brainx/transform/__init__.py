@@ -29,9 +29,14 @@ from brainx.transform.control.loop_cache import clear_loop_cache
 from brainx.transform.control.loops import bounded_while_loop, for_loop, scan, while_loop
 from brainx.transform.mapping.vmap import VmappedFunction, map, vmap
 from brainx.transform.mapping.new_states import vmap_new_states
+from brainx.transform.mapping.pmap import pmap2, pmap2_new_states
+from brainx.transform.mapping.shard_map import ShardMappedFunction, shard_map
 from brainx.transform.autodiff.products import jvp, vjp
 from brainx.transform.control.progress_bar import ProgressBar
-from brainx.transform.remat.residuals import print_saved_residuals, saved_residuals
+from brainx.transform.remat.residuals import (
+    Residual, ResidualReport, gradient_temp_bytes, print_saved_residuals, saved_residuals,
+)
+from brainx.transform import policies
 from brainx.transform.core.stateful import (
     RetraceNeeded, StatefulFunction, StateSignature, read_state_values, write_state_values,
 )
@@ -40,7 +45,8 @@ __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded", "read_state_values",
     "write_state_values", "make_jaxpr", "eval_shape", "jit", "JittedFunction", "checkpoint",
     "remat", "CheckpointedFunction", "grad", "vector_grad", "jacrev", "jacobian", "jacfwd",
-    "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals", "vjp", "jvp",
+    "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals",
+    "Residual", "ResidualReport", "gradient_temp_bytes", "policies", "vjp", "jvp",
     "cond", "switch", "ifelse", "scan", "for_loop", "while_loop", "bounded_while_loop",
     "ProgressBar", "clear_loop_cache", "vmap", "vmap_new_states", "map", "VmappedFunction",
     "checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop",
@@ -50,4 +56,6 @@ __all__ = [
     "checkify", "check", "check_error", "all_checks", "user_checks", "nan_checks",
     "div_checks", "index_checks", "float_checks", "automatic_checks", "named_call",
     "named_scope", "StateFinder", "vmap2", "StatefulMapping", "vmap2_new_states",
+    # devices (docs/distributed.md)
+    "shard_map", "ShardMappedFunction", "pmap2", "pmap2_new_states",
 ]

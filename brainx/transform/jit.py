@@ -7,8 +7,9 @@ from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
 
-from brainx.state.state import _EPOCH
+from brainx.state.state import _EPOCH, State
 from brainx.state.trace import _THREAD
+from brainx.util.filter import to_predicate
 from brainx.transform.core.bound import bind_to_instance
 from brainx.transform.core.jaxpr_builder import CONCRETE_ARRAY, jit_disabled
 from brainx.transform.jit_entry import InstanceSharing, JitEntry
@@ -31,7 +32,7 @@ class JittedFunction:
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
                  _sharing: Optional[InstanceSharing] = None, name: Optional[str] = None,
-                 **jit_kwargs):
+                 donate_states: Any = False, **jit_kwargs):
         if name is not None and not isinstance(name, str):
             raise TypeError(f"jit: name must be a string, got {name!r}.")
         self.fun = fun
@@ -47,6 +48,8 @@ class JittedFunction:
         self._static_argnames = static_argnames
         self._donate_argnums = donate_argnums
         self._jit_kwargs = jit_kwargs
+        self._donate_states_option = donate_states
+        self._donate_states = _donation_predicate(donate_states)
         self._donate = self._pure_donate_argnums(
             normalize_argnums(fun, donate_argnums, "donate_argnums"))
         self._entries: Dict[Hashable, JitEntry] = {}
@@ -152,7 +155,7 @@ class JittedFunction:
         return bind_to_instance(self, instance, lambda f, **kw: JittedFunction(f, **kw), dict(
             static_argnums=self._static_argnums, static_argnames=self._static_argnames,
             donate_argnums=self._donate_argnums, _sharing=self._instance_sharing,
-            name=self.name, **self._jit_kwargs))
+            name=self.name, donate_states=self._donate_states_option, **self._jit_kwargs))
 
     # -- ahead of time ------------------------------------------------------------
     def _run_entry(self, key, dyn_args: tuple, dyn_kwargs: dict,
@@ -197,6 +200,20 @@ class JittedFunction:
 
     def __repr__(self) -> str:
         return f"<brainx.transform.jit of {self.stateful.name}>"
+
+
+def _donation_predicate(donate_states: Any) -> Optional[Callable[[Any], bool]]:
+    """``None`` (donate nothing) or a predicate over states, from ``jit(donate_states=...)``."""
+    if donate_states is False or donate_states is None:
+        return None
+    if donate_states is True:
+        return lambda state: True
+    states = donate_states if isinstance(donate_states, (list, tuple)) else [donate_states]
+    if all(isinstance(x, State) for x in states):
+        chosen = {id(x) for x in states}
+        return lambda state: id(state) in chosen
+    select = to_predicate(donate_states)
+    return lambda state: bool(select((), state))
 
 
 def _renamed(fun: Callable, name: str) -> Callable:
@@ -249,7 +266,7 @@ class Compiled:
 
 def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
-        name: Optional[str] = None, **jit_kwargs) -> Any:
+        donate_states: Any = False, name: Optional[str] = None, **jit_kwargs) -> Any:
     """Compile a function that reads and writes states with ``jax.jit``.
 
     The function is traced once per value of the static arguments and per
@@ -283,13 +300,24 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
         Arguments passed as Python values: hashable, part of the cache key.
     donate_argnums
         Positional arguments whose buffers XLA may reuse for outputs.
+    donate_states : bool or filter
+        Donate the buffers of the states the function writes (``True``: all
+        of them; a filter, as in ``brainx.graph.states``: those it selects),
+        so XLA updates them in place instead of holding an old and a new
+        copy. An array read from such a state before a call is deleted by
+        the call; a state holding a deleted array raises ``ValueError``
+        naming it. Off by default.
     name : str, optional
         The name of the compiled computation (its HLO module, and so the
         profiler's, is named after it) and of the transform in error
         messages; by default the function's ``__name__``.
     **jit_kwargs
-        Passed to ``jax.jit`` (``keep_unused``, ``device``, ``backend``,
-        ``inline``, ``compiler_options``).
+        Passed to ``jax.jit`` (``in_shardings``, ``out_shardings``,
+        ``keep_unused``, ``device``, ``backend``, ``inline``,
+        ``compiler_options``). ``in_shardings`` / ``out_shardings`` apply to
+        the function's arguments and output; a state's own ``sharding``
+        (see :func:`brainx.distributed.shard_states`) is used for its value
+        in and out, so sharded states stay sharded across calls.
 
     Returns
     -------
@@ -311,9 +339,11 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, name=name, **jit_kwargs)
-    for bad in ("in_shardings", "out_shardings", "abstracted_axes"):
+                                 donate_argnums=donate_argnums, donate_states=donate_states,
+                                 name=name, **jit_kwargs)
+    for bad in ("abstracted_axes",):
         if bad in jit_kwargs:
             raise NotImplementedError(f"brainx.transform.jit does not support {bad!r} yet.")
     return JittedFunction(fun, static_argnums=static_argnums, static_argnames=static_argnames,
-                          donate_argnums=donate_argnums, name=name, **jit_kwargs)
+                          donate_argnums=donate_argnums, donate_states=donate_states, name=name,
+                          **jit_kwargs)

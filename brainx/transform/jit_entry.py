@@ -23,6 +23,7 @@ from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
 from brainx.transform.graphdef import graph_definition
 from brainx.transform.core.jaxpr_builder import abstractify
+from brainx.transform.jit_sharding import compile_pure
 from brainx.transform.core.stateful import (
     RetraceNeeded, StateSignature, as_input, has_static_leaves,
     read_state_values,
@@ -90,8 +91,7 @@ class JitEntry:
             self.add(sig)
         # A jitted function shared between instances (see InstanceSharing) runs one trace only.
         self.shared = jitted is not None
-        self.jitted = jitted or jax.jit(self._pure(), donate_argnums=owner._donate,
-                                        **owner._jit_kwargs)
+        self.jitted = jitted or compile_pure(self._pure(), owner, states, write_states)
 
     @property
     def states(self) -> Tuple[Any, ...]:
@@ -222,8 +222,8 @@ class InstanceSharing:
         locators = [("path", paths[id(s)]) if id(s) in paths else ("ref", weakref.ref(s))
                     for s in sig.states]
         # Owner None: the function serves every instance; whoever calls it handles its retrace.
-        jitted = jax.jit(owner.stateful.pure_of(sig.trace, owner=None),
-                         donate_argnums=owner._donate, **owner._jit_kwargs)
+        jitted = compile_pure(owner.stateful.pure_of(sig.trace, owner=None), owner,
+                              sig.states, sig.write_states)
         self._templates[tkey] = _Template(sig, locators, jitted)
         while len(self._templates) > self.max_templates:
             self._templates.popitem(last=False)

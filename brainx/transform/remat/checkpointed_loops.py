@@ -25,6 +25,7 @@ from brainx.transform.control.loops import (
     _check_callable, _non_negative_int, _pair, _python_while, _run_scan, _Scan, _While,
 )
 from brainx.transform.control.progress_bar import ProgressBar
+from brainx.transform.remat.memory_budget import Budgeted
 from brainx.transform.remat.reverse_loops import vjp_while_loop
 from brainx.transform.core.state_union import UnionSignature
 from brainx.transform.core.stateful import read_state_values, write_state_values
@@ -62,8 +63,15 @@ class _CheckpointedScan(_Scan):
 
 def _run_checkpointed_scan(kind: str, f: Callable, init, xs, length: Optional[int],
                            base: Optional[int], pbar, checkpoint, reverse: bool,
-                           unroll) -> Tuple[Any, Any]:
-    strategy = as_strategy(checkpoint, base)
+                           unroll, memory_budget: Optional[int] = None) -> Tuple[Any, Any]:
+    if memory_budget is not None:
+        if checkpoint is not None or base is not None:
+            raise ValueError(f"{kind}: pass either memory_budget= (the strategy is then chosen "
+                             "to fit it) or checkpoint= / base=, not both.")
+        strategy = Budgeted(memory_budget) if not isinstance(memory_budget, Budgeted) \
+            else memory_budget
+    else:
+        strategy = as_strategy(checkpoint, base)
     return _run_scan(kind, f, init, xs, length, reverse, unroll, pbar,
                      make=_CheckpointedScan, options=(strategy,))
 
@@ -71,7 +79,8 @@ def _run_checkpointed_scan(kind: str, f: Callable, init, xs, length: Optional[in
 def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
                       base: Optional[int] = None, pbar: ProgressBar | bool | int | None = None,
                       *, checkpoint: CheckpointStrategy | str | None = None,
-                      reverse: bool = False, unroll: int | bool | None = None):
+                      reverse: bool = False, unroll: int | bool | None = None,
+                      memory_budget: int | Budgeted | None = None):
     """A :func:`~brainx.transform.scan` whose gradient needs little memory.
 
     Computes exactly what ``scan(f, init, xs)`` computes (outputs, final
@@ -108,6 +117,11 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
         ``"nested"`` it unrolls only the loops that apply the step VJPs
         (default 5: XLA then merges consecutive steps' gradient updates; the
         forward loops stay rolled); ``"binomial"`` ignores it.
+    memory_budget : int or Budgeted, optional
+        Bytes the reverse pass may keep: the fastest strategy whose estimate
+        fits is chosen when the loop is traced (see
+        :class:`~brainx.transform.remat.memory_budget.Budgeted`; pass a
+        ``Budgeted(bytes)`` to read its ``choice`` afterwards).
 
     Returns
     -------
@@ -133,19 +147,20 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
     """
     _check_callable("checkpointed_scan", f=f)
     return _run_checkpointed_scan("checkpointed_scan", f, init, xs, length, base, pbar,
-                                  checkpoint, reverse, unroll)
+                                  checkpoint, reverse, unroll, memory_budget)
 
 
 def checkpointed_for_loop(f: Callable, *xs, length: Optional[int] = None,
                           base: Optional[int] = None,
                           pbar: ProgressBar | bool | int | None = None,
                           checkpoint: CheckpointStrategy | str | None = None,
-                          reverse: bool = False, unroll: int | bool | None = None):
+                          reverse: bool = False, unroll: int | bool | None = None,
+                          memory_budget: int | Budgeted | None = None):
     """A :func:`~brainx.transform.for_loop` whose gradient needs little memory.
 
     Calls ``f(*x_t)`` for each step ``t`` and stacks the outputs, as
     ``for_loop`` does; differentiated, it recomputes instead of storing (see
-    :func:`checkpointed_scan` for ``base``, ``checkpoint`` and the rest).
+    :func:`checkpointed_scan` for ``base``, ``checkpoint``, ``memory_budget`` and the rest).
 
     Examples
     --------
@@ -162,7 +177,7 @@ def checkpointed_for_loop(f: Callable, *xs, length: Optional[int] = None,
     """
     _check_callable("checkpointed_for_loop", f=f)
     return _run_checkpointed_scan("checkpointed_for_loop", f, None, xs, length, base, pbar,
-                                  checkpoint, reverse, unroll)[1]
+                                  checkpoint, reverse, unroll, memory_budget)[1]
 
 
 class _CheckpointedWhile(_While):

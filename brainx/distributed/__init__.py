@@ -1,0 +1,14 @@
+"""Distributed states: meshes, shardings on states, collectives (see docs/distributed.md).
+
+The transforms that run over a mesh are in :mod:`brainx.transform`:
+``jit`` (with ``in_shardings`` / ``out_shardings`` / ``donate_states``),
+``shard_map``, ``pmap2`` and ``pmap2_new_states``.
+"""
+
+from brainx.distributed.collectives import pmean_states, psum_states
+from brainx.distributed.mesh import make_mesh
+from brainx.distributed.placement import check_spec_fits, shard_states
+from brainx.transform.jit_sharding import state_sharding
+
+__all__ = ["make_mesh", "shard_states", "check_spec_fits", "state_sharding", "pmean_states",
+           "psum_states"]

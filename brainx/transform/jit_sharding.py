@@ -1,0 +1,202 @@
+"""How ``transform.jit`` compiles an entry: shardings of states and arguments, donated states.
+
+A :class:`~brainx.transform.jit_entry.JitEntry` hands ``jax.jit`` the pure
+function ``pure(state_values, *args, **kwargs) -> (out, written_values)``.
+This module decides the options of that ``jax.jit``, once, when the entry is
+built (not per call):
+
+* **State shardings.** A state whose ``sharding`` attribute is set (see
+  :func:`brainx.distributed.shard_states`) is constrained to that sharding
+  where the compiled function reads it, and its new value is an output with
+  that sharding (``out_shardings``), so a sharded model stays sharded from one
+  call to the next with no resharding. The input side uses the values as they
+  are placed (a value already on its sharding costs nothing); with the user's
+  ``in_shardings``, the states' shardings are passed as in-shardings too.
+* **Argument shardings.** ``in_shardings`` / ``out_shardings`` given to
+  ``jit`` apply to the function's own arguments and output, as in ``jax.jit``
+  (with ``in_shardings``, keyword arguments are refused by JAX).
+* **Donated states.** With ``donate_states``, the buffers of the states the
+  function writes are donated: XLA writes the new values into them, so a step
+  holds one copy of a large state instead of two. The donated values are
+  passed as a separate argument (``jax.jit`` donates whole arguments);
+  :class:`DonatingCall` splits them off before each call.
+
+With none of these, the entry gets the plain ``jax.jit`` it always had.
+
+:func:`state_sharding` and :func:`check_spec_fits` are how every transform
+reads and checks a state's sharding (``shard_map`` uses them too).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+__all__ = ["compile_pure", "state_sharding", "check_spec_fits", "DonatingCall"]
+
+_UNSET = object()
+
+
+def state_sharding(state: Any) -> Optional[jax.sharding.Sharding]:
+    """The sharding a state asks for (``None``: none).
+
+    A ``PartitionSpec`` without a mesh is resolved on the mesh of the state's
+    current value (when that value has a ``NamedSharding``).
+    """
+    spec = getattr(state, "sharding", None)
+    if spec is None or isinstance(spec, jax.sharding.Sharding):
+        return spec
+    if isinstance(spec, PartitionSpec):
+        placed = getattr(state._value, "sharding", None)
+        if isinstance(placed, NamedSharding):
+            return NamedSharding(placed.mesh, spec)
+        return None
+    raise TypeError(f"{state!r} has sharding={spec!r}; expected a jax.sharding.Sharding or a "
+                    "PartitionSpec. Set it with brainx.distributed.shard_states(...).")
+
+
+def check_spec_fits(state: Any, spec: PartitionSpec, mesh: Mesh,
+                    path: Tuple[Any, ...] = (), value: Any = _UNSET) -> None:
+    """Raise ``ValueError`` naming ``state`` if ``spec`` cannot shard its value on ``mesh``.
+
+    ``value``: the value to check (default: the state's own, outside any trace).
+    """
+    where = f"{state!r}" + (f" at {'.'.join(map(str, path))}" if path else "")
+    sizes = dict(mesh.shape)
+    for leaf in jax.tree.leaves(state._value if value is _UNSET else value):
+        shape = np.shape(leaf)
+        if len(spec) > len(shape):
+            raise ValueError(f"{where} has shape {tuple(shape)} but its spec {spec} shards "
+                             f"{len(spec)} axes. Give it a spec with at most {len(shape)} "
+                             "entries.")
+        for dim, (n, axes) in enumerate(zip(shape, spec)):
+            names = () if axes is None else (axes if isinstance(axes, tuple) else (axes,))
+            unknown = [a for a in names if a not in sizes]
+            if unknown:
+                raise ValueError(f"{where}: its spec {spec} names mesh axis {unknown[0]!r}, but "
+                                 f"the mesh has axes {tuple(sizes)}.")
+            parts = int(np.prod([sizes[a] for a in names])) if names else 1
+            if n % parts:
+                raise ValueError(f"{where} has shape {tuple(shape)}: dimension {dim} (size {n}) "
+                                 f"cannot be split into {parts} equal parts over mesh axes "
+                                 f"{names} (spec {spec}). Pad it to a multiple of {parts}, or "
+                                 "shard another dimension.")
+
+
+def compile_pure(pure: Callable, owner: Any, states: Sequence[Any],
+                 write_states: Sequence[Any]) -> Callable:
+    """``jax.jit`` of ``pure`` with the shardings and donation of ``owner`` and these states."""
+    kwargs = dict(owner._jit_kwargs)
+    in_user = kwargs.pop("in_shardings", _UNSET)
+    out_user = kwargs.pop("out_shardings", _UNSET)
+    state_in = [state_sharding(s) for s in states]
+    state_out = [state_sharding(s) for s in write_states]
+    donates = getattr(owner, "_donate_states", None)
+    written = {id(s) for s in write_states}
+    donated = [] if donates is None else [i for i, s in enumerate(states)
+                                          if id(s) in written and donates(s)]
+    if any(x is not None for x in state_in):
+        pure = _constrained(pure, state_in)
+    if any(x is not None for x in state_out) or out_user is not _UNSET:
+        kwargs["out_shardings"] = (None if out_user is _UNSET else out_user, state_out)
+    if not donated:
+        if in_user is not _UNSET:
+            kwargs["in_shardings"] = (state_in, *_as_tuple(in_user))
+        return jax.jit(pure, donate_argnums=owner._donate, **kwargs)
+    kept = [i for i in range(len(states)) if i not in donated]
+    if in_user is not _UNSET:
+        kwargs["in_shardings"] = ([state_in[i] for i in donated], [state_in[i] for i in kept],
+                                  *_as_tuple(in_user))
+
+    def split_pure(donated_values, kept_values, *args, **kw):
+        values: List[Any] = [None] * len(states)
+        for i, v in zip(donated, donated_values):
+            values[i] = v
+        for i, v in zip(kept, kept_values):
+            values[i] = v
+        return pure(values, *args, **kw)
+
+    split_pure.__name__ = getattr(pure, "__name__", "pure")
+    jitted = jax.jit(split_pure, donate_argnums=(0,) + tuple(d + 1 for d in owner._donate),
+                     **kwargs)
+    return DonatingCall(jitted, donated, kept, [states[i] for i in donated])
+
+
+def _as_tuple(in_shardings: Any) -> tuple:
+    return tuple(in_shardings) if isinstance(in_shardings, (tuple, list)) else (in_shardings,)
+
+
+def _constrained(pure: Callable, shardings: List[Optional[jax.sharding.Sharding]]) -> Callable:
+    """``pure`` reading each state value under its sharding constraint."""
+
+    def constrained(values, *args, **kwargs):
+        values = [v if sh is None else jax.lax.with_sharding_constraint(v, sh)
+                  for v, sh in zip(values, shardings)]
+        return pure(values, *args, **kwargs)
+
+    constrained.__name__ = getattr(pure, "__name__", "pure")
+    return constrained
+
+
+class DonatingCall:
+    """A ``jax.jit`` whose first argument (the written states' values) is donated.
+
+    Called like the plain entry function, ``(state_values, *args, **kwargs)``;
+    it splits the donated values off, and refuses (naming the state) a value
+    whose buffer was donated already or that would be donated while also
+    passed elsewhere.
+    """
+
+    def __init__(self, jitted: Callable, donated: List[int], kept: List[int], states: list):
+        self.jitted = jitted
+        self.donated, self.kept = donated, kept
+        self._names = [repr(s) for s in states]  # no strong reference to the states
+
+    def split(self, values: Sequence[Any], args: tuple, kwargs: dict) -> tuple:
+        donated = [values[i] for i in self.donated]
+        elsewhere = {id(x) for x in jax.tree.leaves(([values[i] for i in self.kept], args,
+                                                     kwargs))}
+        seen = set()
+        for name, value in zip(self._names, donated):
+            for leaf in jax.tree.leaves(value):
+                if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer):
+                    if leaf.is_deleted():
+                        raise ValueError(
+                            f"{name} holds an array whose buffer was donated to an earlier call "
+                            "of a jit with donate_states, and has been deleted. An array read "
+                            "from a donated state before a call is invalid after it; copy it "
+                            "first (jnp.array(x, copy=True)) if you need the old value.")
+                    if id(leaf) in elsewhere or id(leaf) in seen:
+                        raise ValueError(
+                            f"{name} is donated (donate_states) but its array is also another "
+                            "state's value or an argument of the call; donating it would "
+                            "delete that one too. Give the state its own copy, or leave it "
+                            "out of donate_states.")
+                    seen.add(id(leaf))
+        return (donated, [values[i] for i in self.kept])
+
+    def __call__(self, values, *args, **kwargs):
+        return self.jitted(*self.split(values, args, kwargs), *args, **kwargs)
+
+    def lower(self, values, *args, **kwargs) -> "_SplitStage":
+        return _SplitStage(self.jitted.lower(*self.split(values, args, kwargs), *args, **kwargs),
+                           self)
+
+
+class _SplitStage:
+    """A lowered (then compiled) :class:`DonatingCall`: called with the whole value list."""
+
+    def __init__(self, stage: Any, call: DonatingCall):
+        self._stage, self._call = stage, call
+
+    def compile(self, *args, **kwargs) -> "_SplitStage":
+        return _SplitStage(self._stage.compile(*args, **kwargs), self._call)
+
+    def __call__(self, values, *args, **kwargs):
+        return self._stage(*self._call.split(values, args, kwargs), *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._stage, name)

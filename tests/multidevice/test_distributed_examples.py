@@ -1,0 +1,31 @@
+"""The two distributed examples, small, on 8 fake devices."""
+
+import pathlib
+import sys
+
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "examples"))
+
+import data_parallel_snn  # noqa: E402
+import model_parallel_network  # noqa: E402
+
+
+def test_data_parallel_snn_has_the_one_device_loss_curve(capsys):
+    args = data_parallel_snn.parse(["--fast"])
+    args.iters, args.T, args.base, args.n_in = 2, 6, 3, 8
+    one, many, hlo = data_parallel_snn.main(args)
+    assert len(one) == 2 and np.all(np.isfinite(one))
+    np.testing.assert_allclose(many, one, rtol=1e-5, atol=1e-6)
+    assert "all-reduce(" in hlo and "all-gather(" not in hlo
+    assert "8 devices" in capsys.readouterr().out
+
+
+def test_model_parallel_network_matches_one_device():
+    one, many, net = model_parallel_network.main(model_parallel_network.parse(["--fast"]))
+    assert one.sum() > 0                                   # the network fires
+    assert np.mean(one != many) < 0.01                     # float order may flip a rare spike
+    shard = net.w.value.addressable_shards[0].data
+    assert shard.shape == (256, 32)                        # each device: 1/8 of W's columns
+    assert net.v.value.sharding.spec == P("model")
