@@ -66,6 +66,19 @@ from brainx.nn.synapse import Alpha, DualExpon, Synapse
 from brainx.nn.synouts import COBA, CUBA, SynOut
 # -- end dynamics and delays ------------------------------------------------------------------
 
+# --- event-driven connectivity and constrained parameters (branch eventconn) ---
+from brainx.nn import event_backend
+from brainx.nn.event_backend import get_event_backend, set_event_backend, use_event_backend
+from brainx.nn.event_conn import EventFixedNumConn, EventFixedProb, FixedNumConn
+from brainx.nn.event_linear import EventLinear
+from brainx.nn.param import Const, Param
+from brainx.nn.param_transforms import (
+    AffineT, ChainT, ClipT, ExpT, IdentityT, LogT, NegativeT, NegSoftplusT, PositiveT, SigmoidT,
+    SoftplusT, SoftsignT, TanhT, Transform,
+)
+from brainx.nn.sparse_linear import SparseLinear
+# --- end eventconn ---
+
 __all__ = [
     # modules and collective operations
     "Module", "iter_tree", "ParamDescriber", "ElementWiseBlock", "Sequential", "call_order",
@@ -98,4 +111,10 @@ __all__ = [
     "OutputDelayAt", "init_maybe_prefetch", "receive_update_input", "not_receive_update_input",
     "receive_update_output", "not_receive_update_output", "hooks",
     # -- end dynamics and delays --
+    # --- event-driven connectivity and constrained parameters (branch eventconn) ---
+    "FixedNumConn", "EventFixedNumConn", "EventFixedProb", "EventLinear", "SparseLinear",
+    "event_backend", "set_event_backend", "get_event_backend", "use_event_backend",
+    "Param", "Const", "Transform", "IdentityT", "SoftplusT", "NegSoftplusT", "ExpT", "LogT",
+    "SigmoidT", "TanhT", "SoftsignT", "ClipT", "AffineT", "ChainT", "PositiveT", "NegativeT",
+    # --- end eventconn ---
 ]
