@@ -262,10 +262,6 @@ def test_loop_changing_a_string_leaf_names_the_types():
     assert "StaticLeaves" not in str(info.value), str(info.value)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "bug: grad through checkpointed_for_loop whose step writes a state holding a string leaf "
-    "raises 'ValueError: foreach() argument 2 is shorter than argument 1' "
-    "(brainx/transform/reverse_loops.py); for_loop gives the gradient"))
 def test_grad_through_checkpointed_for_loop_writing_a_state_with_a_string_leaf():
     s = brainx.State({"tag": "t", "v": jnp.zeros(2)}, name="box")
     p = brainx.ParamState(jnp.ones(2), name="p")

@@ -10,7 +10,7 @@ array leaves a jaxpr returns.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
@@ -27,31 +27,45 @@ def is_array_leaf(x: Any) -> bool:
         x, "__jax_array__")
 
 
+def _is_none(x: Any) -> bool:
+    return x is None
+
+
+def _leaves(tree: Any) -> list:
+    """The leaves of ``tree``, ``None`` included (JAX may put ``None`` where an array was)."""
+    return jax.tree.leaves(tree, is_leaf=_is_none)
+
+
 @jax.tree_util.register_pytree_node_class
 class StaticLeaves:
     """A state value with leaves JAX cannot trace, which ride along as static data.
 
     Its pytree leaves are the value's array leaves only, so it can cross a
     ``jax.jit`` or loop boundary; :func:`write_state_values` unwraps it.
+
+    Which leaves are arrays is decided once, when the value is wrapped, and
+    kept through flatten/unflatten: JAX maps its own objects over the array
+    leaves (``CustomVJPPrimal``, symbolic zeros, ``None``), and those must
+    stay dynamic leaves, not become static data.
     """
 
-    __slots__ = ("tree",)
+    __slots__ = ("tree", "mask")
 
-    def __init__(self, tree: Any):
+    def __init__(self, tree: Any, mask: Optional[Tuple[bool, ...]] = None):
         self.tree = tree
+        self.mask = tuple(is_array_leaf(x) for x in _leaves(tree)) if mask is None else mask
 
     def tree_flatten(self):
-        leaves, treedef = jax.tree.flatten(self.tree)
-        mask = tuple(is_array_leaf(x) for x in leaves)
-        statics = tuple(x for x, m in zip(leaves, mask) if not m)
-        return [x for x, m in zip(leaves, mask) if m], (treedef, mask, statics)
+        leaves, treedef = jax.tree.flatten(self.tree, is_leaf=_is_none)
+        statics = tuple(x for x, m in zip(leaves, self.mask) if not m)
+        return [x for x, m in zip(leaves, self.mask) if m], (treedef, self.mask, statics)
 
     @classmethod
     def tree_unflatten(cls, aux, arrays):
         treedef, mask, statics = aux
         arrays, statics = iter(arrays), iter(statics)
         return cls(jax.tree.unflatten(treedef, [next(arrays) if m else next(statics)
-                                                for m in mask]))
+                                                for m in mask]), mask)
 
     def __eq__(self, other):
         return type(other) is StaticLeaves and self.tree_flatten()[1] == other.tree_flatten()[1]
