@@ -9,14 +9,13 @@ from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 import jax
 
 from brainx.state.state import _EPOCH, State
-from brainx.state.trace import _THREAD
 from brainx.util.filter import to_predicate
 from brainx.transform.core.bound import bind_to_instance
 from brainx.transform.core.jaxpr_builder import jit_disabled
 from brainx.transform.fast_call import make_fast_call
 from brainx.transform.jit_entry import InstanceSharing, JitEntry
 from brainx.transform.core.stateful import (
-    RetraceNeeded, StatefulFunction, normalize_argnums, run_with_rediscovery, write_state_values,
+    StatefulFunction, normalize_argnums, run_with_rediscovery, write_state_values,
 )
 
 __all__ = ["jit", "JittedFunction"]

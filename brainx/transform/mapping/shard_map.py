@@ -38,11 +38,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from brainx.lanes import current_trace, owned_traces
 from brainx.state.state import State
-from brainx.state.trace import _THREAD
 from brainx.transform.core.arguments import function_name
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, is_array_leaf, read_state_values, write_state_values,
 )
+from brainx.transform.mapping.piece_shapes import PieceShapes
 from brainx.transform.jit_sharding import check_spec_fits, state_sharding
 
 __all__ = ["shard_map", "ShardMappedFunction"]
@@ -63,38 +63,29 @@ def _place(mesh: Mesh, specs: Any, tree: Any) -> Any:
     return jax.tree.map(put, specs, tree, is_leaf=_is_spec)
 
 
-class _ShardShapes:
-    """For the trace: a split state's per-device shape (its value as the outer scopes see it)."""
+class _ShardShapes(PieceShapes):
+    """For the trace: a split state's per-device block shape."""
 
     def __init__(self, owner: "ShardMappedFunction"):
+        super().__init__()
         self.owner = owner
-        self.depth = len(_THREAD.frames)
 
-    def outer_value(self, state: State) -> Any:
-        if not self.depth:
-            return state._checked_value()
-        return _THREAD.frames[self.depth - 1].read_value(state)
-
-    def __contains__(self, state: State) -> bool:
+    def splits(self, state: State) -> bool:
         return self.owner.in_spec(state) != PartitionSpec()
 
-    def __getitem__(self, state: State) -> Any:
+    def piece_shape(self, state: State, value: Any):
         spec = self.owner.in_spec(state)
-        value = self.outer_value(state)
         check_spec_fits(state, spec, self.owner.mesh, value=value)
         sizes = dict(self.owner.mesh.shape)
 
-        def block(x):
-            if not is_array_leaf(x):
-                return x
-            aval = jax.typeof(x)
-            shape = list(aval.shape)
+        def block(shape):
+            shape = list(shape)
             for dim, axes in enumerate(spec):
                 for name in (() if axes is None else axes if isinstance(axes, tuple) else (axes,)):
                     shape[dim] //= sizes[name]
-            return jax.ShapeDtypeStruct(tuple(shape), aval.dtype, weak_type=aval.weak_type)
+            return tuple(shape)
 
-        return jax.tree.map(block, value)
+        return block
 
 
 class _ShardStatefulFunction(StatefulFunction):

@@ -39,12 +39,12 @@ import jax
 from brainx.errors import BatchAxisError
 from brainx.lanes import current_trace, owned_traces
 from brainx.state.state import State
-from brainx.state.trace import _THREAD
 from brainx.transform.core.arguments import function_name
 from brainx.transform.core.state_filter import state_predicate
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, is_array_leaf, peek_state_values,
 )
+from brainx.transform.mapping.piece_shapes import PieceShapes
 from brainx.transform.mapping.vmap import VmappedFunction
 
 __all__ = ["StatefulMapping", "vmap2"]
@@ -70,42 +70,26 @@ class _ScatterNeeded(Exception):
         self.states = list(states)
 
 
-class _LaneShapes:
-    """For the trace: the one-lane shapes of the states the mapping batches.
-
-    Made before the trace opens its scope: a value is read as the scopes
-    around the mapping see it (not through the trace's own scope, whose lift
-    asks for it).
-    """
+class _LaneShapes(PieceShapes):
+    """For the trace: the one-lane shapes of the states the mapping batches."""
 
     def __init__(self, axis_of: Callable[[State], Optional[int]]):
+        super().__init__()
         self.axis_of = axis_of
-        self.depth = len(_THREAD.frames)
 
-    def outer_value(self, state: State) -> Any:
-        if not self.depth:
-            return state._checked_value()
-        return _THREAD.frames[self.depth - 1].read_value(state)
-
-    def __contains__(self, state: State) -> bool:
+    def splits(self, state: State) -> bool:
         return self.axis_of(state) is not None
 
-    def __getitem__(self, state: State) -> Any:
+    def piece_shape(self, state: State, value: Any):
         axis = self.axis_of(state)
-        value = self.outer_value(state)
 
-        def lane(x):
-            if not is_array_leaf(x):
-                return x
-            aval = jax.typeof(x)
-            shape = list(aval.shape)
+        def lane(shape):
             if not -len(shape) <= axis < len(shape):
                 raise BatchAxisError(f"vmap2: {state!r} is selected to be batched along axis "
-                                     f"{axis}, but its value has shape {tuple(shape)}.")
-            del shape[axis]
-            return jax.ShapeDtypeStruct(tuple(shape), aval.dtype, weak_type=aval.weak_type)
+                                     f"{axis}, but its value has shape {shape}.")
+            return shape[:axis % len(shape)] + shape[axis % len(shape) + 1:]
 
-        return jax.tree.map(lane, value)
+        return lane
 
 
 class StatefulMapping(VmappedFunction):
