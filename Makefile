@@ -19,13 +19,15 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/snn_bptt.py
 
-# a sample of the largest test matrices (tests/conftest.py says which); under 10 minutes on 2 cores
+# A sample of the largest test matrices (tests/conftest.py says which), on two workers (one per
+# core of the CI machine; loadscope keeps a module's tests, and its fixtures, on one worker).
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	PYTHONUNBUFFERED=1 $(PY) -m pytest --durations=10
+	PYTHONUNBUFFERED=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=10
 
 # every case of every matrix
 test-long: $(STAMP)
-	PYTHONUNBUFFERED=1 $(PY) -m pytest --long --durations=20
+	PYTHONUNBUFFERED=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --long --durations=20
 
 # 10000 random stateful programs against plain JAX (hours); BRAINX_FUZZ_EXAMPLES=N for fewer
 fuzz: $(STAMP)
