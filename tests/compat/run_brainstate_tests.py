@@ -1,0 +1,156 @@
+"""Run brainstate's own core test files against brainx, with the import changed.
+
+The test files are read at run time from a brainstate checkout (``--repo``,
+default: the snapshot under ``/work/.mirror``); nothing of them is stored in
+brainx. They are written to a temporary folder (keeping brainstate's package
+paths, so their relative names stay unique) next to a ``conftest.py`` that
+makes ``import brainstate`` (and ``brainstate.transform``, ``.random``,
+``.environ``, ``.graph``, ``.util``, ``.nn``, ``.typing``, ...) give brainx's
+modules, and pytest runs each file in its own process under a time limit.
+
+Only brainstate's core is run (state, transform, random, environ, graph,
+util, mixin); ``nn`` has its own tutorials harness (``run_tutorials.py``).
+Three private modules that many tests import for public things are mapped to
+brainx's (``brainstate._state`` to ``brainx.state``, ``_error`` to
+``brainx.errors``, ``_compatible_import`` to JAX's own names). A file that
+imports another private module (``brainstate.transform._ir_*``, ...) fails to
+collect; the table shows which name was missing, so internals no user program
+imports are told apart from public gaps.
+
+Usage::
+
+    python tests/compat/run_brainstate_tests.py                 # a table per file
+    python tests/compat/run_brainstate_tests.py --only _jit_test --verbose
+    python tests/compat/run_brainstate_tests.py --json results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+DEFAULT_REPO = "/work/.mirror/chaobrain+brainstate/repo"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORE = re.compile(r"^brainstate/(_state|environ|mixin|random/|transform/|graph/|util/)[^/]*.*_test\.py$")
+
+CONFTEST = '''
+import importlib, sys, types
+import brainx
+
+sys.modules["brainstate"] = brainx
+for name in ("transform", "random", "environ", "graph", "util", "nn", "typing", "mixin",
+             "augment", "compile", "functional", "init", "optim", "surrogate"):
+    try:
+        module = importlib.import_module("brainx." + name)
+    except ImportError:
+        module = getattr(brainx, name, None)
+    if module is None:
+        module = types.ModuleType("brainstate." + name)  # absent in brainx: attribute errors
+    sys.modules["brainstate." + name] = module
+    setattr(brainx, name, module)
+
+# Three private modules many tests import for public things: where brainx keeps them.
+import brainx.errors, brainx.state
+sys.modules["brainstate._state"] = brainx.state
+sys.modules["brainstate._error"] = brainx.errors
+
+
+def _jax_internal(name):
+    import jax.core, jax.extend.core
+    from jax._src import core
+    for where in (jax.core, jax.extend.core, core):
+        if hasattr(where, name):
+            return getattr(where, name)
+    raise AttributeError(name)
+
+
+compatible = types.ModuleType("brainstate._compatible_import")
+compatible.__getattr__ = _jax_internal
+sys.modules["brainstate._compatible_import"] = compatible
+'''
+
+PRIVATE = re.compile(r"No module named '(brainstate[.\w]*\._\w+)'|"
+                     r"cannot import name '(\w+)' from '(brain(?:state|x)[.\w]*)'")
+
+SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed)")
+
+
+def git(repo: str, *args: str) -> str:
+    return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def export(repo: str, folder: str, only: str | None) -> list:
+    names = [n for n in git(repo, "ls-tree", "-r", "HEAD", "--name-only").split()
+             if CORE.match(n) and (only is None or only in n)]
+    for name in names:
+        path = os.path.join(folder, name.replace("brainstate/", "bs_tests/", 1))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(git(repo, "show", f"HEAD:{name}"))
+    for dirpath, _, _ in os.walk(os.path.join(folder, "bs_tests")):
+        open(os.path.join(dirpath, "__init__.py"), "a").close()
+    with open(os.path.join(folder, "conftest.py"), "w") as f:
+        f.write(CONFTEST)
+    return sorted(names)
+
+
+def run_file(folder: str, name: str, timeout: int, verbose: bool) -> dict:
+    path = os.path.join("bs_tests", name.split("/", 1)[1])
+    env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+    try:
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              "--tb=line", "-rf", path], cwd=folder,
+                             env=env, capture_output=True, text=True, timeout=timeout)
+        text = run.stdout + run.stderr
+    except subprocess.TimeoutExpired as e:
+        text = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        text += "\nTIMEOUT"
+    counts = {k: 0 for k in ("passed", "failed", "error", "skipped")}
+    tail = text.strip().splitlines()[-1] if text.strip() else ""
+    for n, kind in SUMMARY.findall(tail):
+        kind = {"errors": "error", "xfailed": "skipped", "xpassed": "passed"}.get(kind, kind)
+        counts[kind] += int(n)
+    counts["timeout"] = "TIMEOUT" in text
+    counts["missing"] = sorted({m.group(1) or f"{m.group(3)}.{m.group(2)}"
+                                for m in PRIVATE.finditer(text)})
+    if verbose:
+        print(text[-6000:])
+    return counts
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repo", default=DEFAULT_REPO)
+    p.add_argument("--only", default=None, help="run the files whose path contains this")
+    p.add_argument("--timeout", type=int, default=300, help="seconds per file")
+    p.add_argument("--json", default=None)
+    p.add_argument("--verbose", action="store_true")
+    args = p.parse_args(argv)
+    results = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name in export(args.repo, folder, args.only):
+            results[name] = run_file(folder, name, args.timeout, args.verbose)
+            c = results[name]
+            total = c["passed"] + c["failed"] + c["error"]
+            print(f"{name:60s} {c['passed']:4d} / {total:4d}"
+                  + (f"  ({c['error']} errors)" if c["error"] else "")
+                  + ("  TIMEOUT" if c["timeout"] else "")
+                  + (f"  missing: {', '.join(c['missing'][:3])}" if c["missing"] else ""),
+                  flush=True)
+    passed = sum(c["passed"] for c in results.values())
+    total = sum(c["passed"] + c["failed"] + c["error"] for c in results.values())
+    print(f"{'all':60s} {passed:4d} / {total:4d}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
