@@ -79,6 +79,13 @@ from brainx.nn.param_transforms import (
 from brainx.nn.sparse_linear import SparseLinear
 # --- end eventconn ---
 
+# --- brainstate tutorial gaps (branch nntut) ---
+from brainx.nn.param_transforms_more import (
+    MaskedT, OrderedT, PowerT, ReluT, ScaledSigmoidT, SimplexT, UnitVectorT,
+)
+from brainx.nn.regularization import ElasticNetReg, GaussianReg, L1Reg, L2Reg, Regularization
+# --- end nntut ---
+
 __all__ = [
     # modules and collective operations
     "Module", "iter_tree", "ParamDescriber", "ElementWiseBlock", "Sequential", "call_order",
@@ -117,4 +124,8 @@ __all__ = [
     "Param", "Const", "Transform", "IdentityT", "SoftplusT", "NegSoftplusT", "ExpT", "LogT",
     "SigmoidT", "TanhT", "SoftsignT", "ClipT", "AffineT", "ChainT", "PositiveT", "NegativeT",
     # --- end eventconn ---
+    # --- brainstate tutorial gaps (branch nntut) ---
+    "Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg", "ReluT", "ScaledSigmoidT",
+    "PowerT", "MaskedT", "SimplexT", "UnitVectorT", "OrderedT",
+    # --- end nntut ---
 ]

@@ -54,8 +54,14 @@ NOTEBOOKS = [
     "docs/examples/brain_dynamics/hodgkin_huxley_neuron.ipynb",
     "docs/examples/brain_dynamics/snn_simulation.ipynb",
     "docs/examples/brain_dynamics/snn_training.ipynb",
+    "docs/tutorials/core/02_modules_and_graph.ipynb",
     "docs/tutorials/core/03_common_layers.ipynb",
     "docs/tutorials/core/04_activations_and_normalization.ipynb",
+    "docs/tutorials/core/05_parameters_transforms_regularization.ipynb",
+    "docs/tutorials/core/07_training_and_metrics.ipynb",
+    "docs/how_to/choose_parameter_transforms.ipynb",
+    "docs/how_to/constrain_and_regularize_parameters.ipynb",
+    "docs/how_to/collective_operations.ipynb",
     "docs/examples/deep_learning/image_classification.ipynb",
     "docs/examples/deep_learning/integrator_rnn.ipynb",
     "docs/examples/deep_learning/variational_autoencoder.ipynb",
@@ -68,6 +74,7 @@ SHRINK: dict[str, list[tuple[str, str]]] = {
                              ("n_samples=1000)", "n_samples=100)"),
                              ("'num_epochs': 20", "'num_epochs': 1")],
     "integrator_rnn": [("num_epochs = 5", "num_epochs = 1")],
+    "05_parameters_transforms": [("STEPS = 100", "STEPS = 10")],   # an unrolled 100-step HH loop
     "variational_autoencoder": [("epochs = 20", "epochs = 1")],
 }
 
