@@ -80,6 +80,8 @@ from brainx.nn.sparse_linear import SparseLinear
 # --- end eventconn ---
 
 # --- brainstate tutorial gaps (branch nntut) ---
+from brainx.nn.grad_clip import clip_grad_norm
+from brainx.nn.metrics import AccuracyMetric, AverageMetric, Metric, MetricState, MultiMetric
 from brainx.nn.param_transforms_more import (
     MaskedT, OrderedT, PowerT, ReluT, ScaledSigmoidT, SimplexT, UnitVectorT,
 )
@@ -126,6 +128,7 @@ __all__ = [
     # --- end eventconn ---
     # --- brainstate tutorial gaps (branch nntut) ---
     "Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg", "ReluT", "ScaledSigmoidT",
-    "PowerT", "MaskedT", "SimplexT", "UnitVectorT", "OrderedT",
+    "PowerT", "MaskedT", "SimplexT", "UnitVectorT", "OrderedT", "clip_grad_norm", "Metric",
+    "MetricState", "AverageMetric", "AccuracyMetric", "MultiMetric",
     # --- end nntut ---
 ]
