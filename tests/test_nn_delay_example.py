@@ -9,6 +9,8 @@ import pytest
 
 from brainx import environ
 
+pytest.importorskip("brainevent")      # the example's projections are nn.EventFixedProb
+
 EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 
 
