@@ -8,7 +8,9 @@ dropout, embeddings, recurrent cells, activations; see docs/nn-layers.md) and
 for spiking models (:class:`Dynamics`, the base of :class:`LIF`, :class:`LIFRef`,
 :class:`ALIF`, :class:`Expon`, :class:`Alpha`, :class:`DualExpon`; :class:`Delay`
 buffers and the readers of delayed states, see docs/dynamics.md); spike functions with surrogate gradients in
-:mod:`brainx.nn.surrogate`; initialisers in :mod:`brainx.nn.init`.
+:mod:`brainx.nn.surrogate`; initialisers in :mod:`brainx.nn.init`; event-driven connectivity,
+constrained parameters (:class:`Param` and its transforms) and regularisers (docs/event-driven.md);
+running metrics and :func:`clip_grad_norm` for training loops.
 """
 
 from brainx.nn import init, surrogate
