@@ -9,6 +9,8 @@ import pytest
 
 from brainx import environ
 
+pytest.importorskip("brainevent")      # the example's projections are nn.EventFixedProb
+
 EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 
 
@@ -40,5 +42,42 @@ def test_ei_delay_network_delays_spikes_by_15_steps(example):
         net = nn.init_all_states(example.COBANet(40, 10, 0.2))
     delay = net.neurons.get_after_update("output-delay-None")
     assert delay.max_length == 16 and delay.history.value.shape == (16, 50)
-    pre = np.asarray(net.exc.pre)
-    assert pre.shape == (50, 8) and all(len(set(row)) == 8 for row in pre)   # distinct sources
+    assert isinstance(net.exc, nn.EventFixedProb) and isinstance(net.inh, nn.EventFixedProb)
+    assert net.exc.indices.shape == (40, 10) and net.inh.indices.shape == (10, 10)  # int(0.2 * 50)
+
+
+def _dense(layer, n_post):
+    """The projection's synapses as a dense (pre, post) matrix; repeated pairs add."""
+    D = np.zeros((layer.indices.shape[0], n_post))
+    rows = np.repeat(np.arange(D.shape[0]), layer.conn_num)
+    np.add.at(D, (rows, np.asarray(layer.indices).ravel()), 1.0)
+    return D
+
+
+def test_ei_delay_network_conductances_follow_the_delayed_events(example):
+    """g_exc / g_inh decay and jump by W^T s(t - 16 steps): the event projections, checked in numpy."""
+    import brainunit as u
+    import brainx
+    from brainx import nn
+
+    n_exc, n = 40, 50
+    with environ.context(dt=0.1 * u.ms):
+        brainx.random.seed(3)
+        net = nn.init_all_states(example.COBANet(n_exc, n - n_exc, 0.2, backend="jax_raw"))
+
+        def step(i):
+            spikes = net.update(0.5 * u.nA)
+            return spikes, net.g_exc.g.value.to_decimal(u.nS), net.g_inh.g.value.to_decimal(u.nS)
+
+        spikes, g_exc, g_inh = brainx.transform.for_loop(step, np.arange(80))
+    spikes = np.asarray(spikes) > 0
+    assert 0 < spikes[:60].sum() < spikes.size                  # some, not all, neurons fire early
+    W_exc, W_inh = _dense(net.exc, n) * 6.0, _dense(net.inh, n) * 67.0
+    for g, W, part, tau in ((g_exc, W_exc, slice(0, n_exc), 5.0), (g_inh, W_inh, slice(n_exc, n), 10.0)):
+        ref, expected = np.zeros(n), []
+        for t in range(80):
+            late = spikes[t - 16, part] if t >= 16 else np.zeros(W.shape[0], bool)
+            ref = ref * np.exp(-0.1 / tau) + late @ W
+            expected.append(ref)
+        np.testing.assert_allclose(np.asarray(g), np.array(expected), rtol=1e-4, atol=1e-3)
+        assert np.asarray(g).max() > 0                          # the check is not all zeros

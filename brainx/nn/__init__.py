@@ -8,7 +8,9 @@ dropout, embeddings, recurrent cells, activations; see docs/nn-layers.md) and
 for spiking models (:class:`Dynamics`, the base of :class:`LIF`, :class:`LIFRef`,
 :class:`ALIF`, :class:`Expon`, :class:`Alpha`, :class:`DualExpon`; :class:`Delay`
 buffers and the readers of delayed states, see docs/dynamics.md); spike functions with surrogate gradients in
-:mod:`brainx.nn.surrogate`; initialisers in :mod:`brainx.nn.init`.
+:mod:`brainx.nn.surrogate`; initialisers in :mod:`brainx.nn.init`; event-driven connectivity,
+constrained parameters (:class:`Param` and its transforms) and regularisers (docs/event-driven.md);
+running metrics and :func:`clip_grad_norm` for training loops.
 """
 
 from brainx.nn import init, surrogate
@@ -79,6 +81,15 @@ from brainx.nn.param_transforms import (
 from brainx.nn.sparse_linear import SparseLinear
 # --- end eventconn ---
 
+# --- brainstate tutorial gaps (branch nntut) ---
+from brainx.nn.grad_clip import clip_grad_norm
+from brainx.nn.metrics import AccuracyMetric, AverageMetric, Metric, MetricState, MultiMetric
+from brainx.nn.param_transforms_more import (
+    MaskedT, OrderedT, PowerT, ReluT, ScaledSigmoidT, SimplexT, UnitVectorT,
+)
+from brainx.nn.regularization import ElasticNetReg, GaussianReg, L1Reg, L2Reg, Regularization
+# --- end nntut ---
+
 __all__ = [
     # modules and collective operations
     "Module", "iter_tree", "ParamDescriber", "ElementWiseBlock", "Sequential", "call_order",
@@ -117,4 +128,9 @@ __all__ = [
     "Param", "Const", "Transform", "IdentityT", "SoftplusT", "NegSoftplusT", "ExpT", "LogT",
     "SigmoidT", "TanhT", "SoftsignT", "ClipT", "AffineT", "ChainT", "PositiveT", "NegativeT",
     # --- end eventconn ---
+    # --- brainstate tutorial gaps (branch nntut) ---
+    "Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg", "ReluT", "ScaledSigmoidT",
+    "PowerT", "MaskedT", "SimplexT", "UnitVectorT", "OrderedT", "clip_grad_norm", "Metric",
+    "MetricState", "AverageMetric", "AccuracyMetric", "MultiMetric",
+    # --- end nntut ---
 ]

@@ -107,6 +107,13 @@ class Delay(Module):
         Learn the unit from the first written value when ``target_info`` has none.
     update_every : time, optional
         Not supported yet (must be ``None``).
+    delay_method : {"rotation", "concat", None}
+        brainstate's older argument, accepted for its tutorials: both kinds
+        are the same ring buffer (brainstate 0.5.4 also always rotates).
+    interp_method : {"linear_interp", "round", "linear", "nearest"}
+        brainstate's older argument: how :meth:`retrieve_at_time` reads
+        between steps when ``interpolation`` is ``None`` (registered entries
+        still round up, as in brainstate).
 
     Examples
     --------
@@ -123,16 +130,25 @@ class Delay(Module):
     def __init__(self, target_info: Any, time: Any = None, init: Any = None,
                  entries: Optional[Dict[str, Any]] = None, interpolation: Optional[str] = None,
                  take_aware_unit: bool = False, update_every: Any = None,
+                 delay_method: Optional[str] = "rotation", interp_method: str = "linear_interp",
                  name: Optional[str] = None):
         super().__init__(name=name)
         if update_every is not None:
             raise NotImplementedError(f"Delay(update_every={update_every!r}): writing less often "
                                       "than every step is not supported yet; leave it None.")
-        if interpolation not in _INTERPOLATIONS:
-            raise ValueError(f"Delay: interpolation must be one of "
-                             f"{sorted(k for k in _INTERPOLATIONS if k)} or None, got "
-                             f"{interpolation!r}.")
+        if delay_method not in (None, "rotation", "concat"):
+            raise ValueError(f"Delay: delay_method must be 'rotation' or 'concat' (both are the same "
+                             f"ring buffer), got {delay_method!r}.")
+        for arg, value in (("interpolation", interpolation), ("interp_method", interp_method)):
+            if value not in _INTERPOLATIONS:
+                raise ValueError(f"Delay: {arg} must be one of "
+                                 f"{sorted(k for k in _INTERPOLATIONS if k)} or None, got "
+                                 f"{value!r} (cubic and spline interpolations are not provided).")
+        self.delay_method = "rotation"
         self.interpolation = _INTERPOLATIONS[interpolation]
+        # how retrieve_at_time reads between steps: the interpolation, else brainstate's interp_method
+        self.interp_method = self.interpolation or _INTERPOLATIONS[interp_method] or "linear"
+        self._registered_entries: Dict[str, Optional[Tuple]] = {}   # brainstate's view: name -> steps
         self.take_aware_unit = take_aware_unit
         self._init = init
         self._entries: Dict[str, _Entry] = {}
@@ -192,6 +208,7 @@ class Delay(Module):
         if entry in self._entries:
             raise KeyError(f"{self!r} already has an entry {entry!r}; use another name.")
         info = self.register_delay(*time_and_idx)
+        self._registered_entries[entry] = info
         if info is None:
             self._entries[entry] = _Entry(0, None, tuple(time_and_idx[1:]))
             return info
@@ -310,11 +327,16 @@ class Delay(Module):
                                         for v, unit in zip(values, self._units)])
 
     def retrieve_at_time(self, delay_time: Any, *indices) -> Any:
-        """The value at (absolute) time ``delay_time``; the latest value is at ``environ.get("t")``."""
+        """The value at (absolute) time ``delay_time``; the latest value is at ``environ.get("t")``.
+
+        Between two steps it interpolates linearly, or takes the nearest step
+        when ``interpolation`` (or, without it, ``interp_method``) is ``"nearest"``
+        / ``"round"``.
+        """
         now = environ.get(environ.T, desc="the current time, which retrieve_at_time reads back from")
         steps = (now - delay_time) / environ.get_dt()
         steps = steps.to_decimal(u.UNITLESS) if isinstance(steps, u.Quantity) else jnp.asarray(steps)
-        if self.interpolation == "nearest":
+        if self.interp_method == "nearest":
             return self.retrieve_at_step(jnp.round(steps).astype(jnp.int32), *indices)
         lo, hi = jnp.floor(steps), jnp.ceil(steps)
         weight = steps - lo

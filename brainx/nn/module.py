@@ -11,6 +11,7 @@ print and compare as dotted strings (``"blocks.0.w"``); index it by either.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
@@ -175,6 +176,60 @@ class Module:
         """The submodules (not this one), keyed by path; filters as in :meth:`states`."""
         found = ((p, x) for p, x in walk_tree(self, allowed_hierarchy=allowed_hierarchy) if p)
         return _collect(found, Module, filters)
+
+    # -- parameters (brainx.nn.Param) ---------------------------------------------
+    _is_param = False       # brainx.nn.Param sets it; module.py cannot import param.py
+
+    def named_param_modules(self, allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)
+                            ) -> Iterator[Tuple[str, Any]]:
+        """``(dotted path, Param)`` for every :class:`~brainx.nn.Param` (and ``Const``) in the tree.
+
+        ``allowed_hierarchy`` as in :meth:`states` (this module: depth 0,
+        its attributes: 1, ...); this module itself is included when it is a Param.
+        """
+        for path, obj in walk_tree(self, allowed_hierarchy=allowed_hierarchy):
+            if isinstance(obj, Module) and obj._is_param:
+                yield str(DottedPath(path)), obj
+
+    def param_modules(self, allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)) -> Iterator[Any]:
+        """Every :class:`~brainx.nn.Param` in the tree (see :meth:`named_param_modules`).
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp, brainx
+        >>> from brainx import nn
+        >>> class Net(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.w = nn.Param(jnp.array([3.0, -4.0]), reg=nn.L2Reg(0.1))
+        ...         self.b = nn.Const(jnp.zeros(2))
+        >>> net = Net()
+        >>> [type(p).__name__ for p in net.param_modules()]
+        ['Param', 'Const']
+        >>> float(net.reg_loss())               # 0.1 * (9 + 16); a Const adds nothing
+        2.5
+        """
+        for _, param in self.named_param_modules(allowed_hierarchy):
+            yield param
+
+    def reg_loss(self) -> Any:
+        """The sum of ``reg_loss()`` over every Param in the tree (``0.0`` without any)."""
+        losses = [p.reg_loss() for p in self.param_modules()]
+        return sum(losses) if losses else 0.0
+
+    @contextlib.contextmanager
+    def param_precompute(self, allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)):
+        """Within the block, each Param computes ``t.forward`` once (``Param.cache``); the
+        caches are cleared on exit, also after an exception. Enter it inside the compiled
+        or differentiated function to save the repeated forward maps of a loop."""
+        params = list(self.param_modules(allowed_hierarchy))
+        try:
+            for p in params:
+                p.cache()
+            yield
+        finally:
+            for p in params:
+                p.clear_cache()
 
     def __repr__(self) -> str:
         fields = []

@@ -8,10 +8,12 @@ gradient that reaches ``x`` is the chain rule through ``t.forward``. A
 :class:`Const` is the same read-out over a plain array, not a State: no
 transform collects or trains it.
 
-``value()`` computes ``t.forward`` at every call. brainstate's ``Param``
-can also cache the result; brainx does not, because a cached value computed
-inside a transform would be a tracer outliving it, and inside a compiled step
-the forward map is traced once anyway.
+``value()`` computes ``t.forward`` at every call unless the parameter was
+cached (:meth:`Param.cache`, or a module's ``param_precompute()`` block):
+then it returns the cached value as long as ``val`` still holds the value it
+was computed from. Any write to ``val`` (an optimiser step, a transform
+entering or leaving a trace) makes the next read compute afresh, so a cache
+never hands a stale value or a tracer from another trace to the model.
 """
 
 from __future__ import annotations
@@ -61,9 +63,12 @@ class Param(Module):
     1.0
     """
 
+    _is_param = True
+
     def __init__(self, value: Any, t: Transform = IdentityT(), reg: Any = None,
                  precompute: Optional[Callable] = None, fit: bool = True):
         super().__init__()
+        self._cached = None       # (the val it was computed from, the value), or None
         if not isinstance(t, Transform):
             raise TypeError(f"{type(self).__name__}: t must be a brainx.nn Transform "
                             f"(SoftplusT, SigmoidT, ...), got {type(t).__name__}.")
@@ -83,14 +88,50 @@ class Param(Module):
                              f"strictly inside the range.")
         self.val = ParamState(unconstrained, name="val") if fit else unconstrained
 
+    def _raw(self):
+        return self.val.value if isinstance(self.val, State) else self.val
+
     def value(self):
-        """The constrained value ``t.forward(val)`` (then ``precompute``)."""
-        val = self.val.value if isinstance(self.val, State) else self.val
+        """The constrained value ``t.forward(val)`` (then ``precompute``), or the cached one."""
+        val = self._raw()
+        if self._cached is not None and self._cached[0] is val:
+            return self._cached[1]
         y = self.t.forward(val)
         return y if self.precompute is None else self.precompute(y)
 
+    def cache(self):
+        """Compute ``value()`` now and return it from later reads until ``val`` changes.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp
+        >>> from brainx.nn import Param, SoftplusT
+        >>> p = Param(jnp.array([1.0, 2.0]), t=SoftplusT(0.0))
+        >>> _ = p.cache()
+        >>> p.cache_stats
+        {'valid': True, 'has_cached_value': True}
+        >>> p.val.value = p.val.value + 1.0          # a write: the next read recomputes
+        >>> p.cache_stats['valid']
+        False
+        """
+        self._cached = None
+        val = self._raw()
+        self._cached = (val, self.value())
+        return self._cached[1]
+
+    def clear_cache(self) -> None:
+        """Forget the cached value: the next read computes ``t.forward(val)``."""
+        self._cached = None
+
+    @property
+    def cache_stats(self) -> dict:
+        """``{'valid': ..., 'has_cached_value': ...}``: whether a read now returns the cache."""
+        has = self._cached is not None
+        return {"valid": has and self._cached[0] is self._raw(), "has_cached_value": has}
+
     def set_value(self, value: Any) -> None:
         """Store ``t.inverse(value)``: ``value`` is in the constrained space."""
+        self._cached = None
         x = self.t.inverse(value)
         if isinstance(self.val, State):
             self.val.value = x
