@@ -8,6 +8,7 @@ from brainx import environ, errors, random, transform
 from brainx import io, nn, optim  # noqa: E402  (they import environ and the states)
 from brainx import graph, util  # noqa: E402  (graph walks brainx.nn modules)
 from brainx import distributed  # noqa: E402  (places the states graph finds)
+from brainx.deprecated import augment, compile, functional  # noqa: E402,A004  (brainstate's old names)
 from brainx.errors import (
     BatchAxisError, BrainStateError, ExpiredStateError, StateTypeError, TraceContextError,
     TracerLeakError,

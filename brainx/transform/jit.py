@@ -118,6 +118,16 @@ class JittedFunction:
         if not self._has_statics:
             self._dispatch = entry.fast or self._general_call
 
+    @property
+    def origin_fun(self) -> Callable:
+        """The user's function (brainstate's name)."""
+        return self.fun
+
+    @property
+    def stateful_fun(self) -> StatefulFunction:
+        """The :class:`StatefulFunction` that traces it (brainstate's name)."""
+        return self.stateful
+
     def clear_cache(self) -> None:
         """Forget every trace and compiled function."""
         self._entries.clear()
