@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-long fuzz docs install bench clean
+.PHONY: demo test test-long fuzz docs install bench compat clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,12 @@ bench: $(STAMP)
 	$(PY) benchmarks/dispatch.py
 	$(PY) benchmarks/compile_time.py
 	$(PY) benchmarks/remat_memory.py
+
+# brainstate 0.5.4's own core tests and notebooks against brainx (needs a brainstate checkout: BRAINSTATE_REPO)
+BRAINSTATE_REPO ?= /work/.mirror/chaobrain+brainstate/repo
+compat: $(STAMP)
+	$(PY) tests/compat/run_brainstate_tests.py --repo $(BRAINSTATE_REPO)
+	$(PY) tests/compat/run_tutorials.py --repo $(BRAINSTATE_REPO)
 
 clean:
 	rm -rf $(VENV) build *.egg-info docs/_build
