@@ -17,7 +17,7 @@ from brainx.transform.mapping.stateful_mapping import StatefulMapping, vmap2
 from brainx.transform.mapping.unvmap import unvmap
 from brainx.transform.remat.checkpoint import CheckpointedFunction, checkpoint, remat
 from brainx.transform.remat.checkpoint_strategies import (
-    Binomial, CheckpointStrategy, Nested, NestedRemat, PerStepRemat,
+    Binomial, CheckpointStrategy, Nested, NestedRemat, NoRemat, PerStepRemat,
 )
 from brainx.transform.remat.checkpointed_loops import (
     checkpointed_for_loop, checkpointed_scan, checkpointed_while_loop,
@@ -50,7 +50,7 @@ __all__ = [
     "cond", "switch", "ifelse", "scan", "for_loop", "while_loop", "bounded_while_loop",
     "ProgressBar", "clear_loop_cache", "vmap", "vmap_new_states", "map", "VmappedFunction",
     "checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop",
-    "CheckpointStrategy", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
+    "CheckpointStrategy", "NoRemat", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
     # brainstate's extras (docs/transform-extras.md)
     "fwd_grad", "unvmap", "jit_error_if", "debug_nan", "debug_nan_if", "breakpoint_if",
     "checkify", "check", "check_error", "all_checks", "user_checks", "nan_checks",
