@@ -29,6 +29,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import jax
 from jax.ad_checkpoint import checkpoint_name
 import jax.extend.core as jex_core
+from jax.extend.core import get_opaque_trace_state
 
 from brainx.state.state import State
 from brainx.state.trace import StateTraceStack
@@ -201,7 +202,9 @@ class NamingScope(StateTraceStack):
     def __init__(self, paths: Optional[Mapping[State, str]] = None):
         super().__init__("name state values")
         self.paths = dict(paths or {})
-        self._named: Dict[State, tuple] = {}  # state -> (value seen, its named value)
+        # state -> (JAX trace, value seen, its named value): a named value is a tracer
+        # of the trace it was made in, reused only there
+        self._named: Dict[State, tuple] = {}
 
     def tag(self, state: State) -> str:
         return state_tag(state, self.paths.get(state))
@@ -210,17 +213,18 @@ class NamingScope(StateTraceStack):
         value = super().read_value(state)
         if state in self._created:
             return value
-        seen = self._named.get(state)
-        if seen is not None and _same_leaves(seen[0], value):
-            return seen[1]
+        seen, now = self._named.get(state), get_opaque_trace_state(convention="brainx")
+        if seen is not None and seen[0] == now and _same_leaves(seen[1], value):
+            return seen[2]
         named = name_value(value, self.tag(state))
-        self._named[state] = (value, named)
+        self._named[state] = (now, value, named)
         return named
 
     def write_value(self, state, value) -> None:
         if state not in self._created:
             value = name_value(value, self.tag(state))
-            self._named[state] = (value, value)  # read back as written: named already
+            # read back as written: named already
+            self._named[state] = (get_opaque_trace_state(convention="brainx"), value, value)
         super().write_value(state, value)
 
 
