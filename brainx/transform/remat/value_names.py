@@ -14,7 +14,8 @@ their own name decides. A policy then keeps a value by its name alone (every
 name but the excluded ones) and the unnamed operations are recomputed, so
 what is excluded really is recomputed. Only the function's own equations are
 named: inside a loop or a call in the function, values are recomputed unless
-they leave it.
+they leave it, and so are the values derivative rules make from the named
+ones (the ``cos`` of a ``sin``), from what is kept.
 
 A name is the identity at run time: results do not change.
 """
