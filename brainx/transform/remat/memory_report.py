@@ -154,7 +154,7 @@ def _measure(fn: Callable, args: tuple, kwargs: dict, grad_kwargs: dict, strateg
     grad_fn = jit(grad(fn, **grad_kwargs))
     with environ.context(**{KEY: strategy}):
         before = default_strategy_reads()
-        compiled = grad_fn.lower(*args, **kwargs).compile()
+        lowered = grad_fn.lower(*args, **kwargs)
         if default_strategy_reads() == before:
             raise ValueError(
                 f"memory_report: {getattr(fn, '__name__', 'fn')} ran no checkpointed loop that "
@@ -162,6 +162,7 @@ def _measure(fn: Callable, args: tuple, kwargs: dict, grad_kwargs: dict, strateg
                 "same program as every other. Call checkpointed_for_loop / checkpointed_scan "
                 "in it without checkpoint=, base= or memory_budget= (and not inside a "
                 "brainx.transform.jit function compiled before).")
+        compiled = lowered.compile()
     temp = int(compiled.memory_analysis().temp_size_in_bytes)
     with StateTraceStack("memory_report", restore=True):  # every state as it was, after
         out = jax.block_until_ready(compiled(*args, **kwargs))
