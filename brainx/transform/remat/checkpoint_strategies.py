@@ -63,7 +63,8 @@ from brainx.transform.remat.reverse_loops import vjp_scan
 from brainx.transform.remat.segment_plan import SegmentPlan
 
 __all__ = ["CheckpointStrategy", "NoRemat", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
-           "as_strategy", "with_policy", "POLICY_STRATEGIES", "segment_sizes", "default_levels", "SEGMENTS_PER_LEVEL", "SegmentPlan"]
+           "as_strategy", "with_policy", "POLICY_STRATEGIES", "segment_sizes", "default_levels",
+           "SEGMENTS_PER_LEVEL", "SegmentPlan"]
 
 
 class CheckpointStrategy:

@@ -7,9 +7,10 @@ fits: it compiles the gradient of the loop alone (of the mean of its outputs,
 with respect to its constants and initial carry) and reads XLA's temporary memory
 (``memory_analysis()``), the number the budget is about, times a small
 margin, plus one carry, for the program around the loop (on the benchmark the
-whole gradient's temp memory was within 1 % of this). A candidate whose kept carries alone
-exceed the budget is not compiled; when the loop cannot be compiled alone (its step
-closes over a value traced outside it), the estimates decide, times a margin.
+whole gradient's temp memory was the loop's alone plus one carry). A candidate
+whose kept carries alone exceed the budget is not compiled; when the loop
+cannot be compiled alone (its step closes over a value traced outside it),
+the estimates decide, times a margin.
 
 ======================  ===============================================
 candidate               estimated memory of the reverse pass
@@ -157,7 +158,8 @@ class Budgeted(CheckpointStrategy):
     says so). ``margin`` scales the measured bytes before they are compared,
     for what the program around the loop adds; ``estimate_margin`` scales the
     estimates used when the loop cannot be compiled alone, for what XLA adds
-    (temporaries of the step, copies).
+    (temporaries of the step, copies). ``candidates`` replaces the list of
+    :func:`candidates` (tried in the order given).
 
     Examples
     --------
@@ -178,6 +180,7 @@ class Budgeted(CheckpointStrategy):
     budget: int
     margin: float = 1.03
     estimate_margin: float = 1.1
+    candidates: Optional[Tuple[CheckpointStrategy, ...]] = None
     choice: Optional[BudgetChoice] = field(default=None, compare=False, hash=False)
     default_unroll = None
 
@@ -185,6 +188,12 @@ class Budgeted(CheckpointStrategy):
         if not isinstance(self.budget, (int, np.integer)) or self.budget <= 0:
             raise ValueError(f"memory_budget must be a positive number of bytes, got "
                              f"{self.budget!r}.")
+        if self.candidates is not None:
+            self.candidates = tuple(self.candidates)
+            if not self.candidates or any(isinstance(c, Budgeted) or not isinstance(
+                    c, CheckpointStrategy) for c in self.candidates):
+                raise ValueError(f"Budgeted: candidates must be checkpoint strategies "
+                                 f"(Nested(...), Binomial(...), ...), got {self.candidates!r}.")
 
     def choose(self, body, consts, init, xs, length: int, reverse: bool = False) -> BudgetChoice:
         carry = _nbytes(init)
@@ -194,7 +203,8 @@ class Budgeted(CheckpointStrategy):
         fixed = length * y
         measurable = True
         tried, best = [], None
-        for cand in candidates():
+        tries = candidates() if self.candidates is None else list(self.candidates)
+        for cand in tries:
             if measurable and carries_bytes(cand, length, carry) > self.budget:
                 tried.append((repr(cand), carries_bytes(cand, length, carry), "skipped"))
                 continue  # its carries alone are over the budget
@@ -215,7 +225,7 @@ class Budgeted(CheckpointStrategy):
             if est <= self.budget:
                 return BudgetChoice(cand, est, int(self.budget), fixed, tried)
         if best is None:  # every candidate skipped: the one keeping the fewest carries
-            best = min(((c, carries_bytes(c, length, carry)) for c in candidates()),
+            best = min(((c, carries_bytes(c, length, carry)) for c in tries),
                        key=lambda ce: ce[1])
         return BudgetChoice(best[0], best[1], int(self.budget), fixed, tried)
 
