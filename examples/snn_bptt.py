@@ -15,8 +15,9 @@ What the example shows:
   ``brainx.transform.checkpointed_for_loop``, differentiated with
   ``brainx.transform.grad`` and compiled, with the Adam update, by one
   ``brainx.transform.jit``;
-* the gradient's XLA temporary memory with no remat, with a checkpointed
-  step, and with a checkpointed loop;
+* ``brainx.transform.memory_report``: the gradient's XLA temporary memory,
+  time and error with no remat, with a checkpointed step, with a checkpointed
+  loop and with binomial checkpointing;
 * the trained model and its optimiser saved with ``brainx.io.save``, loaded
   into a freshly built model and optimiser with ``brainx.io.load``, and the
   reloaded model evaluated: its test accuracy equals the trained model's;
@@ -95,6 +96,8 @@ def make_loss(net: RecurrentSNN, variant: str, base: int):
             return brainx.transform.for_loop(plain_step, xs)
         if variant == "step":
             return brainx.transform.for_loop(ckpt_step, xs)
+        if variant == "default":  # the strategy set in brainx.environ (memory_report sets it)
+            return brainx.transform.checkpointed_for_loop(plain_step, xs)
         # nested loops: the outer one checkpoints chunks of `base` steps
         return brainx.transform.checkpointed_for_loop(ckpt_step, xs, base=base)
 
@@ -110,16 +113,23 @@ def make_loss(net: RecurrentSNN, variant: str, base: int):
     return loss
 
 
-def grad_memory_kib(net, xs, labels, base: int) -> dict:
-    """XLA's temporary memory for the loss gradient, per loop variant."""
-    params = net.states(brainx.ParamState)
-    out = {}
-    for variant in ("none", "step", "loop"):
-        grad_fn = brainx.transform.jit(brainx.transform.grad(
-            make_loss(net, variant, base), grad_states=params, has_aux=True))
-        compiled = grad_fn.lower(xs, labels).compile()
-        out[variant] = compiled.memory_analysis().temp_size_in_bytes / 1024
-    return out
+def grad_memory_kib(net, xs, labels, base: int, repeats: int = 3) -> dict:
+    """XLA's temporary memory for the loss gradient, per loop variant, from a memory report.
+
+    ``brainx.transform.memory_report`` compiles the gradient of the loss whose
+    loop names no strategy (variant ``"default"``) under each strategy and
+    prints XLA's temp memory, the time per gradient and the gradient's
+    largest difference from no remat.
+    """
+    strategies = {"no remat": brainx.transform.NoRemat(),
+                  "checkpointed step": brainx.transform.PerStepRemat(),
+                  f"checkpointed loop (base={base})": brainx.transform.Nested(base=base),
+                  "Binomial(4)": brainx.transform.Binomial(4)}
+    report = brainx.transform.memory_report(
+        make_loss(net, "default", base), xs, labels, grad_states=net.states(brainx.ParamState),
+        has_aux=True, strategies=strategies, repeats=repeats)
+    kib = [row.temp_bytes / 1024 for row in report]
+    return {"none": kib[0], "step": kib[1], "loop": kib[2], "report": report}
 
 
 # -- training ------------------------------------------------------------------------------------
@@ -149,7 +159,7 @@ def train(args):
         return loss, acc
 
     xs, labels = make_batch(rng, args.batch, args.T, args.n_in, args.n_classes)
-    mem = grad_memory_kib(net, xs, labels, args.base)
+    mem = grad_memory_kib(net, xs, labels, args.base, repeats=1 if args.fast else 3)
     print("gradient memory (XLA temp): " + ", ".join(
         f"{name} {mem[key]:.0f} KiB" for name, key in
         (("no remat", "none"), ("checkpointed step", "step"), ("checkpointed loop", "loop"))))

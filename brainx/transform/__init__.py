@@ -17,7 +17,7 @@ from brainx.transform.mapping.stateful_mapping import StatefulMapping, vmap2
 from brainx.transform.mapping.unvmap import unvmap
 from brainx.transform.remat.checkpoint import CheckpointedFunction, checkpoint, remat
 from brainx.transform.remat.checkpoint_strategies import (
-    Binomial, CheckpointStrategy, Nested, NestedRemat, PerStepRemat,
+    Binomial, CheckpointStrategy, Nested, NestedRemat, NoRemat, PerStepRemat,
 )
 from brainx.transform.remat.checkpointed_loops import (
     checkpointed_for_loop, checkpointed_scan, checkpointed_while_loop,
@@ -36,6 +36,7 @@ from brainx.transform.control.progress_bar import ProgressBar
 from brainx.transform.remat.residuals import (
     Residual, ResidualReport, gradient_temp_bytes, print_saved_residuals, saved_residuals,
 )
+from brainx.transform.remat.memory_report import MemoryReport, MemoryRow, memory_report
 from brainx.transform import policies
 from brainx.transform.core.stateful import (
     RetraceNeeded, StatefulFunction, StateSignature, read_state_values, write_state_values,
@@ -46,11 +47,12 @@ __all__ = [
     "write_state_values", "make_jaxpr", "eval_shape", "jit", "JittedFunction", "checkpoint",
     "remat", "CheckpointedFunction", "grad", "vector_grad", "jacrev", "jacobian", "jacfwd",
     "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals",
-    "Residual", "ResidualReport", "gradient_temp_bytes", "policies", "vjp", "jvp",
+    "Residual", "ResidualReport", "gradient_temp_bytes", "memory_report", "MemoryReport",
+    "MemoryRow", "policies", "vjp", "jvp",
     "cond", "switch", "ifelse", "scan", "for_loop", "while_loop", "bounded_while_loop",
     "ProgressBar", "clear_loop_cache", "vmap", "vmap_new_states", "map", "VmappedFunction",
     "checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop",
-    "CheckpointStrategy", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
+    "CheckpointStrategy", "NoRemat", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
     # brainstate's extras (docs/transform-extras.md)
     "fwd_grad", "unvmap", "jit_error_if", "debug_nan", "debug_nan_if", "breakpoint_if",
     "checkify", "check", "check_error", "all_checks", "user_checks", "nan_checks",

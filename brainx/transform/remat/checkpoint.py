@@ -9,7 +9,7 @@ import jax
 
 from brainx.transform.core.bound import bind_to_instance
 from brainx.transform.core.stateful import StatefulFunction, read_state_values, write_state_values
-from brainx.transform.remat.policies import uses_state_names
+from brainx.transform.remat.policies import checkpoint_with_policy, uses_state_names
 from brainx.transform.remat.state_names import named_pure, state_paths
 
 __all__ = ["checkpoint", "remat", "CheckpointedFunction"]
@@ -42,7 +42,7 @@ class CheckpointedFunction:
             base = named_pure(self.stateful, sig, paths)
         else:
             base = self.stateful.pure(sig, key)
-        pure = jax.checkpoint(base, prevent_cse=self.prevent_cse, policy=self.policy)
+        pure = checkpoint_with_policy(base, prevent_cse=self.prevent_cse, policy=self.policy)
         values = read_state_values(sig.states)
         out, new_values = pure(values, *dyn_args, **dyn_kwargs)
         write_state_values(sig.write_states, new_values)
@@ -87,9 +87,10 @@ def checkpoint(fun: Optional[Callable] = None, *, prevent_cse: bool = True,
     policy : callable, optional
         A ``jax.checkpoint_policies`` policy saying which intermediate values
         may be saved (for example ``dots_saveable`` or
-        ``save_only_these_names('pre')`` with ``jax.ad_checkpoint.checkpoint_name``), or a
-        state-aware one from :mod:`brainx.transform.policies` (``save_states(HiddenState)``):
-        then every state value is named where the function reads or computes it.
+        ``save_only_these_names('pre')`` with ``jax.ad_checkpoint.checkpoint_name``), or one
+        from :mod:`brainx.transform.policies`: a state-aware one (``save_states(HiddenState)``;
+        then every state value is named where the function reads or computes it), or
+        ``save_anything_except_these_names('pre')``, which recomputes only ``pre``.
     static_argnums, static_argnames
         Arguments passed as Python values, positionally or by keyword; Python
         control flow on them is allowed and each value gets its own trace.

@@ -8,6 +8,7 @@ gradients; they differ in memory, time and which JAX transforms they support
 ==================  =====================================  ===========================  ============
 strategy            keeps                                  recomputes each step         transforms
 ==================  =====================================  ===========================  ============
+``NoRemat``         every step's residuals (``lax.scan``)  never                        all
 ``PerStepRemat``    every step's carry                     once (``jax.checkpoint``)    all
 ``Nested``          one carry per segment, per level,      ``L - 1`` times              reverse mode
 (the default)       one innermost segment's residuals
@@ -22,6 +23,13 @@ differentiated loop constant (a weight matrix) costs one buffer, not one per
 level; ``NestedRemat`` builds the same segments from ``jax.checkpoint`` and
 nested ``lax.scan``, the nested scan one writes by hand, which JAX
 differentiates in any mode (forward mode, higher order).
+
+Policies. ``PerStepRemat``, ``Nested`` and ``NestedRemat`` take a
+``policy`` (any ``jax.checkpoint_policies`` policy, or one of
+:mod:`brainx.transform.policies`: by state, or "everything except these
+names") for the values each step keeps; ``NoRemat`` keeps everything and
+``Binomial`` keeps whole carries only, so they take none
+(:func:`with_policy` says so).
 
 How many levels. Unless ``levels``, ``segments`` or ``base`` is given,
 ``Nested`` takes the fewest levels with at most :data:`SEGMENTS_PER_LEVEL`
@@ -45,6 +53,7 @@ time (``benchmarks/remat_memory.py``; 1.7x rolled).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence, Tuple, Union
@@ -53,8 +62,9 @@ from brainx.transform.remat.remat_loops import nested_remat_scan, remat_scan
 from brainx.transform.remat.reverse_loops import vjp_scan
 from brainx.transform.remat.segment_plan import SegmentPlan
 
-__all__ = ["CheckpointStrategy", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
-           "as_strategy", "segment_sizes", "default_levels", "SEGMENTS_PER_LEVEL", "SegmentPlan"]
+__all__ = ["CheckpointStrategy", "NoRemat", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
+           "as_strategy", "with_policy", "POLICY_STRATEGIES", "segment_sizes", "default_levels",
+           "SEGMENTS_PER_LEVEL", "SegmentPlan"]
 
 
 class CheckpointStrategy:
@@ -73,6 +83,19 @@ class CheckpointStrategy:
         loop after each step of the forward pass (a progress bar).
         """
         raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class NoRemat(CheckpointStrategy):
+    """No checkpointing: a plain ``lax.scan``, which keeps every step's residuals.
+
+    The fastest and the largest; the reference :func:`~brainx.transform.memory_report`
+    compares the other strategies with.
+    """
+
+    def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
+        return remat_scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
+                          policy=None, prevent_cse=False, monitor=monitor, remat=False)
 
 
 @dataclass(frozen=True)
@@ -251,8 +274,11 @@ class Binomial(CheckpointStrategy):
                         schedule=self, monitor=monitor)
 
 
-_NAMES = {"per_step_remat": PerStepRemat, "remat": PerStepRemat, "nested": Nested,
-          "nested_remat": NestedRemat, "binomial": Binomial}
+_NAMES = {"no_remat": NoRemat, "per_step_remat": PerStepRemat, "remat": PerStepRemat,
+          "nested": Nested, "nested_remat": NestedRemat, "binomial": Binomial}
+
+#: The strategies that take a ``policy``.
+POLICY_STRATEGIES = (PerStepRemat, Nested, NestedRemat)
 
 
 def as_strategy(spec, base: Optional[int] = None) -> CheckpointStrategy:
@@ -276,7 +302,30 @@ def as_strategy(spec, base: Optional[int] = None) -> CheckpointStrategy:
             return cls(base=base)
         return cls()
     raise ValueError(f"Unknown checkpoint strategy {spec!r}: use one of {sorted(_NAMES)} or an "
-                     "instance of PerStepRemat, Nested, NestedRemat or Binomial.")
+                     "instance of NoRemat, PerStepRemat, Nested, NestedRemat or Binomial.")
+
+
+def with_policy(strategy: CheckpointStrategy, policy: Optional[Callable],
+                what: str = "checkpointed loop") -> CheckpointStrategy:
+    """``strategy`` with its ``policy`` set to ``policy`` (``None``: unchanged).
+
+    >>> with_policy(PerStepRemat(), "p").policy
+    'p'
+    """
+    if policy is None:
+        return strategy
+    if not isinstance(strategy, POLICY_STRATEGIES):
+        why = ("it keeps every value" if isinstance(strategy, NoRemat) else
+               "it keeps whole carries only" if isinstance(strategy, Binomial) else
+               "it checkpoints no single step")
+        raise ValueError(
+            f"{what}: policy= needs a strategy that checkpoints single steps, but "
+            f"{strategy!r} takes no policy ({why}). Use PerStepRemat, Nested or NestedRemat "
+            "('remat', 'nested', 'nested_remat'), or drop policy=.")
+    if strategy.policy is not None and strategy.policy is not policy:
+        raise ValueError(f"{what}: policy= given, and {strategy!r} has a policy of its own; "
+                         "pass only one.")
+    return dataclasses.replace(strategy, policy=policy)
 
 
 def segment_sizes(length: int, levels: int = 2, segments: Optional[Sequence[int]] = None,

@@ -18,15 +18,18 @@ import jax
 
 from brainx.transform.control.carry_check import keep_weak_types
 from brainx.transform.remat.checkpoint_strategies import (
-    Binomial, CheckpointStrategy, as_strategy,
+    Binomial, CheckpointStrategy, as_strategy, with_policy,
 )
-from brainx.transform.control.loop_cache import run_compiled_once
+from brainx.transform.control.loop_cache import WeakFunction, run_compiled_once
 from brainx.transform.control.loops import (
     _check_callable, _non_negative_int, _pair, _python_while, _run_scan, _Scan, _While,
 )
 from brainx.transform.control.progress_bar import ProgressBar
+from brainx.transform.remat.default_strategy import default_strategy
 from brainx.transform.remat.memory_budget import Budgeted
+from brainx.transform.remat.policies import uses_state_names
 from brainx.transform.remat.reverse_loops import vjp_while_loop
+from brainx.transform.remat.state_names import NamingScope, state_paths
 from brainx.transform.core.state_union import UnionSignature
 from brainx.transform.core.stateful import read_state_values, write_state_values
 
@@ -38,6 +41,8 @@ class _CheckpointedScan(_Scan):
 
     def __init__(self, kind: str, fun: Callable, length: int, reverse: bool, unroll: int,
                  bar: Optional[ProgressBar], strategy: CheckpointStrategy):
+        if uses_state_names(getattr(strategy, "policy", None)):
+            fun = _naming_states(fun)  # the step's jaxpr carries the states' names
         super().__init__(kind, fun, length, reverse, unroll, bar)
         self.strategy = strategy
 
@@ -61,17 +66,40 @@ class _CheckpointedScan(_Scan):
         return c, ys
 
 
+def _naming_states(fun: Callable) -> Callable:
+    """``fun`` run under a :class:`NamingScope`: every state value it reads or writes is
+    named, where it is read and where it is computed, for a state-aware policy."""
+    def named(*args, **kwargs):
+        with NamingScope(state_paths(*_owner(fun))):
+            return fun(*args, **kwargs)
+
+    named.__name__ = getattr(fun, "__name__", "step")
+    return named
+
+
+def _owner(fun: Callable) -> tuple:
+    """The object a (weakly held) bound method belongs to, where the state paths start."""
+    owner = getattr(fun, "__self__", None)
+    if owner is None and isinstance(fun, WeakFunction) and fun._func is not None:
+        owner = fun._ref()
+    return () if owner is None else (owner,)
+
+
 def _run_checkpointed_scan(kind: str, f: Callable, init, xs, length: Optional[int],
                            base: Optional[int], pbar, checkpoint, reverse: bool,
-                           unroll, memory_budget: Optional[int] = None) -> Tuple[Any, Any]:
+                           unroll, memory_budget: Optional[int] = None,
+                           policy: Optional[Callable] = None) -> Tuple[Any, Any]:
     if memory_budget is not None:
         if checkpoint is not None or base is not None:
             raise ValueError(f"{kind}: pass either memory_budget= (the strategy is then chosen "
                              "to fit it) or checkpoint= / base=, not both.")
         strategy = Budgeted(memory_budget) if not isinstance(memory_budget, Budgeted) \
             else memory_budget
+    elif checkpoint is None and base is None:
+        strategy = as_strategy(default_strategy())  # brainx.environ's, else Nested()
     else:
         strategy = as_strategy(checkpoint, base)
+    strategy = with_policy(strategy, policy, kind)
     return _run_scan(kind, f, init, xs, length, reverse, unroll, pbar,
                      make=_CheckpointedScan, options=(strategy,))
 
@@ -80,7 +108,8 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
                       base: Optional[int] = None, pbar: ProgressBar | bool | int | None = None,
                       *, checkpoint: CheckpointStrategy | str | None = None,
                       reverse: bool = False, unroll: int | bool | None = None,
-                      memory_budget: int | Budgeted | None = None):
+                      memory_budget: int | Budgeted | None = None,
+                      policy: Optional[Callable] = None):
     """A :func:`~brainx.transform.scan` whose gradient needs little memory.
 
     Computes exactly what ``scan(f, init, xs)`` computes (outputs, final
@@ -106,9 +135,12 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
     pbar : bool, int or ProgressBar, optional
         A progress bar, moved by the forward pass.
     checkpoint : strategy or str, optional
-        ``"nested"`` (default, :class:`Nested`), ``"nested_remat"``,
-        ``"remat"``, ``"binomial"``, or a strategy object such as
-        ``Nested(levels=3)`` or ``Binomial(snapshots=16)``.
+        ``"nested"`` (:class:`Nested`), ``"nested_remat"``, ``"remat"``,
+        ``"binomial"``, ``"no_remat"``, or a strategy object such as
+        ``Nested(levels=3)`` or ``Binomial(snapshots=16)``. Without it (and
+        without ``base`` and ``memory_budget``) the loop runs the
+        ``brainx.environ`` setting ``checkpoint_strategy``, else ``Nested()``
+        (see :mod:`~brainx.transform.remat.default_strategy`).
     reverse : bool
         As in :func:`~brainx.transform.scan`.
     unroll : int or bool, optional
@@ -122,6 +154,12 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
         fits is chosen when the loop is traced (see
         :class:`~brainx.transform.remat.memory_budget.Budgeted`; pass a
         ``Budgeted(bytes)`` to read its ``choice`` afterwards).
+    policy : callable, optional
+        What each step keeps, as for :func:`~brainx.transform.checkpoint`: a
+        ``jax.checkpoint_policies`` policy or one of
+        :mod:`brainx.transform.policies` (by state: ``save_states("V")``; or
+        ``save_anything_except_these_names``). Set on the strategy, which must
+        take one (``PerStepRemat``, ``Nested``, ``NestedRemat``).
 
     Returns
     -------
@@ -147,7 +185,7 @@ def checkpointed_scan(f: Callable, init, xs=None, length: Optional[int] = None,
     """
     _check_callable("checkpointed_scan", f=f)
     return _run_checkpointed_scan("checkpointed_scan", f, init, xs, length, base, pbar,
-                                  checkpoint, reverse, unroll, memory_budget)
+                                  checkpoint, reverse, unroll, memory_budget, policy)
 
 
 def checkpointed_for_loop(f: Callable, *xs, length: Optional[int] = None,
@@ -155,12 +193,14 @@ def checkpointed_for_loop(f: Callable, *xs, length: Optional[int] = None,
                           pbar: ProgressBar | bool | int | None = None,
                           checkpoint: CheckpointStrategy | str | None = None,
                           reverse: bool = False, unroll: int | bool | None = None,
-                          memory_budget: int | Budgeted | None = None):
+                          memory_budget: int | Budgeted | None = None,
+                          policy: Optional[Callable] = None):
     """A :func:`~brainx.transform.for_loop` whose gradient needs little memory.
 
     Calls ``f(*x_t)`` for each step ``t`` and stacks the outputs, as
     ``for_loop`` does; differentiated, it recomputes instead of storing (see
-    :func:`checkpointed_scan` for ``base``, ``checkpoint``, ``memory_budget`` and the rest).
+    :func:`checkpointed_scan` for ``base``, ``checkpoint``, ``memory_budget``,
+    ``policy`` and the rest).
 
     Examples
     --------
@@ -177,7 +217,7 @@ def checkpointed_for_loop(f: Callable, *xs, length: Optional[int] = None,
     """
     _check_callable("checkpointed_for_loop", f=f)
     return _run_checkpointed_scan("checkpointed_for_loop", f, None, xs, length, base, pbar,
-                                  checkpoint, reverse, unroll, memory_budget)[1]
+                                  checkpoint, reverse, unroll, memory_budget, policy)[1]
 
 
 class _CheckpointedWhile(_While):

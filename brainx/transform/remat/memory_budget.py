@@ -1,30 +1,38 @@
 """Pick a checkpointing strategy that fits a memory budget: the :class:`Budgeted` strategy.
 
 ``checkpointed_for_loop(..., memory_budget=bytes)`` runs the loop with a
-:class:`Budgeted` strategy. When the loop is traced it measures the carry
-(the loop carry plus the written states) and the residuals one step keeps
-(``jax.vjp`` of the step), estimates the memory of each candidate below, and
-runs the first that fits, in order of speed (fastest first):
+:class:`Budgeted` strategy. When the loop is traced, it tries the candidates
+below in order of speed (fastest first) and runs the first whose reverse pass
+fits: it compiles the gradient of the loop alone (of the mean of its outputs,
+with respect to its constants and initial carry) and reads XLA's temporary memory
+(``memory_analysis()``), the number the budget is about, times a small
+margin, plus one carry, for the program around the loop (on the benchmark the
+whole gradient's temp memory was the loop's alone plus one carry). A candidate
+whose kept carries alone exceed the budget is not compiled; when the loop
+cannot be compiled alone (its step closes over a value traced outside it),
+the estimates decide, times a margin.
 
 ======================  ===============================================
 candidate               estimated memory of the reverse pass
 ======================  ===============================================
 ``Nested(levels=2)``    segment-start carries of every level + one
-then ``PerStepRemat()``  innermost segment's step residuals;
-then ``Nested(3)``,     ``PerStepRemat``: T carries + one step's residuals
+then ``Nested(3)``,     innermost segment's step residuals
 ``Nested(4)``
+``PerStepRemat()``      T carries + one step's residuals
 ``Binomial(s)``         s + 1 carries + one step's residuals
 (s = 64 ... 2)
 ======================  ===============================================
 
-plus, for every candidate, the stacked outputs (T rows). The order is the
-speed measured at T = 1000, 256 units on CPU (``benchmarks/remat_budget.py``). :attr:`Budgeted.choice` says what was chosen and
-why (the estimate of every candidate tried).
+The order is the speed measured at T = 1000 and 16 000, 256 units on CPU
+(``benchmarks/remat_budget.py``; docs/checkpoint.md has the tables).
+:attr:`Budgeted.choice` says what was chosen and why (the bytes of every
+candidate tried, and whether they were measured or estimated).
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Tuple
 
@@ -53,8 +61,54 @@ def _step_residual_bytes(body, consts, init, xs) -> int:
 
 def candidates() -> List[CheckpointStrategy]:
     """The strategies :class:`Budgeted` tries, fastest first."""
-    return ([Nested(levels=2), PerStepRemat()] + [Nested(levels=L) for L in (3, 4)]
+    return ([Nested(levels=L) for L in (2, 3, 4)] + [PerStepRemat()]
             + [Binomial(s) for s in (64, 32, 16, 8, 4, 2)])
+
+
+def measure_bytes(strategy: CheckpointStrategy, body, consts, init, xs, length: int, *,
+                  reverse: bool) -> int:
+    """XLA's temporary memory (bytes) of the loop's gradient under ``strategy``, compiled alone.
+
+    The gradient of a loss that is the sum of the means of the loop's inexact
+    outputs (as a training loss uses them), with respect to the loop
+    constants and the initial carry (not ``xs``). Raises when the loop cannot
+    be compiled alone (its step closes over a tracer of an enclosing trace).
+    """
+    def loss(consts, init, xs):
+        leaves = jax.tree.leaves(strategy.scan(body, consts, init, xs, length, reverse=reverse,
+                                               unroll=strategy.default_unroll))
+        return sum(a.mean() for a in leaves if jax.numpy.issubdtype(a.dtype, jax.numpy.inexact))
+
+    spec = lambda tree: jax.tree.map(lambda a: jax.ShapeDtypeStruct(np.shape(a),
+                                                                    jax.numpy.result_type(a)),
+                                     tree)
+    gradient = jax.grad(loss, argnums=(0, 1), allow_int=True)
+    compiled = jax.jit(gradient).lower(*spec((consts, init, xs))).compile()
+    return int(compiled.memory_analysis().temp_size_in_bytes)
+
+
+#: measured bytes by (strategy, the step's jaxpr, types, length, direction); shapes decide them
+_MEASURED: "OrderedDict[tuple, int]" = OrderedDict()
+_MAX_MEASURED = 256
+
+
+def _measured(strategy, body, consts, init, xs, length: int, reverse: bool) -> int:
+    """:func:`measure_bytes`, remembered for the same step and types (one compile each)."""
+    x0 = None if xs is None else jax.tree.map(lambda a: a[0], xs)
+    step = jax.make_jaxpr(body)(consts, init, x0)
+    types = tuple((np.shape(a), str(jax.numpy.result_type(a)))
+                  for a in jax.tree.leaves((consts, init, xs)))
+    key = (repr(strategy), str(step), types, length, reverse)
+    if key not in _MEASURED:
+        _MEASURED[key] = measure_bytes(strategy, body, consts, init, xs, length, reverse=reverse)
+        while len(_MEASURED) > _MAX_MEASURED:
+            _MEASURED.popitem(last=False)
+    return _MEASURED[key]
+
+
+def carries_bytes(strategy: CheckpointStrategy, length: int, carry: int) -> int:
+    """The bytes of the carries ``strategy`` keeps: a lower bound of its reverse pass."""
+    return estimate_bytes(strategy, length, carry, 0)
 
 
 def estimate_bytes(strategy: CheckpointStrategy, length: int, carry: int, step: int) -> int:
@@ -74,29 +128,38 @@ def estimate_bytes(strategy: CheckpointStrategy, length: int, carry: int, step: 
 
 @dataclass
 class BudgetChoice:
-    """What :class:`Budgeted` chose: the strategy, its estimate, and every estimate tried."""
+    """What :class:`Budgeted` chose: the strategy, its bytes, and the bytes of every one tried.
+
+    ``tried`` holds ``(strategy, bytes, how)``, ``how`` being ``"measured"``
+    (compiled alone), ``"estimated"`` or ``"skipped"`` (its carries alone over
+    the budget).
+    """
 
     strategy: CheckpointStrategy
     estimate: int
     budget: int
     fixed: int
-    tried: List[Tuple[str, int]] = field(default_factory=list)
+    tried: List[Tuple[str, int, str]] = field(default_factory=list)
 
     def __str__(self) -> str:
-        lines = [f"budget {self.budget:,} bytes: chose {self.strategy!r} (estimate "
-                 f"{self.estimate:,} bytes incl. {self.fixed:,} for the stacked outputs)"]
-        lines += [f"  {name}: {est:,} bytes{' (over)' if est > self.budget else ''}"
-                  for name, est in self.tried]
+        lines = [f"budget {self.budget:,} bytes: chose {self.strategy!r} ({self.estimate:,} "
+                 f"bytes)"]
+        lines += [f"  {name}: {est:,} bytes {how}{' (over)' if est > self.budget else ''}"
+                  for name, est, how in self.tried]
         return "\n".join(lines)
 
 
 @dataclass(unsafe_hash=True)
 class Budgeted(CheckpointStrategy):
-    """The fastest strategy whose estimated memory fits ``budget`` bytes.
+    """The fastest strategy whose reverse pass fits ``budget`` bytes of XLA temp memory.
 
-    If none fits, the one with the smallest estimate runs (and
-    :attr:`choice` says so). ``margin`` scales the estimate before it is
-    compared, for what XLA adds (temporaries of the step, copies).
+    Candidates are measured by compiling the loop's VJP alone (see the
+    module docstring). If none fits, the smallest runs (and :attr:`choice`
+    says so). ``margin`` scales the measured bytes before they are compared,
+    for what the program around the loop adds; ``estimate_margin`` scales the
+    estimates used when the loop cannot be compiled alone, for what XLA adds
+    (temporaries of the step, copies). ``candidates`` replaces the list of
+    :func:`candidates` (tried in the order given).
 
     Examples
     --------
@@ -115,7 +178,9 @@ class Budgeted(CheckpointStrategy):
     """
 
     budget: int
-    margin: float = 1.1
+    margin: float = 1.03
+    estimate_margin: float = 1.1
+    candidates: Optional[Tuple[CheckpointStrategy, ...]] = None
     choice: Optional[BudgetChoice] = field(default=None, compare=False, hash=False)
     default_unroll = None
 
@@ -123,25 +188,49 @@ class Budgeted(CheckpointStrategy):
         if not isinstance(self.budget, (int, np.integer)) or self.budget <= 0:
             raise ValueError(f"memory_budget must be a positive number of bytes, got "
                              f"{self.budget!r}.")
+        if self.candidates is not None:
+            self.candidates = tuple(self.candidates)
+            if not self.candidates or any(isinstance(c, Budgeted) or not isinstance(
+                    c, CheckpointStrategy) for c in self.candidates):
+                raise ValueError(f"Budgeted: candidates must be checkpoint strategies "
+                                 f"(Nested(...), Binomial(...), ...), got {self.candidates!r}.")
 
-    def choose(self, body, consts, init, xs, length: int) -> BudgetChoice:
+    def choose(self, body, consts, init, xs, length: int, reverse: bool = False) -> BudgetChoice:
         carry = _nbytes(init)
         step = _step_residual_bytes(body, consts, init, xs)
         x0 = None if xs is None else jax.tree.map(lambda a: a[0], xs)
         y = _nbytes(jax.eval_shape(lambda c, x: body(consts, c, x)[1], init, x0))
         fixed = length * y
+        measurable = True
         tried, best = [], None
-        for cand in candidates():
-            est = int(self.margin * estimate_bytes(cand, length, carry, step)) + fixed
-            tried.append((repr(cand), est))
+        tries = candidates() if self.candidates is None else list(self.candidates)
+        for cand in tries:
+            if measurable and carries_bytes(cand, length, carry) > self.budget:
+                tried.append((repr(cand), carries_bytes(cand, length, carry), "skipped"))
+                continue  # its carries alone are over the budget
+            how = "estimated"
+            if measurable:
+                try:
+                    est, how = _measured(cand, body, consts, init, xs, length,
+                                         reverse), "measured"
+                    est = int(self.margin * est) + carry  # + a copy of the carry around it
+                except Exception:  # a step closing over an outer tracer: estimates only
+                    measurable = False
+            if how == "estimated":
+                est = int(self.estimate_margin * estimate_bytes(cand, length, carry, step)) \
+                    + fixed
+            tried.append((repr(cand), est, how))
             if best is None or est < best[1]:
                 best = (cand, est)
             if est <= self.budget:
                 return BudgetChoice(cand, est, int(self.budget), fixed, tried)
+        if best is None:  # every candidate skipped: the one keeping the fewest carries
+            best = min(((c, carries_bytes(c, length, carry)) for c in tries),
+                       key=lambda ce: ce[1])
         return BudgetChoice(best[0], best[1], int(self.budget), fixed, tried)
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
-        self.choice = self.choose(body, consts, init, xs, length)
+        self.choice = self.choose(body, consts, init, xs, length, reverse)
         chosen = self.choice.strategy
         unroll = chosen.default_unroll if unroll is None else unroll
         return chosen.scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,

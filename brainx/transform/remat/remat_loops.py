@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from brainx.transform.remat.policies import checkpoint_with_policy
 from brainx.transform.remat.segment_plan import SegmentPlan
 
 __all__ = ["remat_scan", "nested_remat_scan", "take"]
@@ -24,10 +25,11 @@ def take(xs, i):
 
 def remat_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, unroll: int,
                policy: Optional[Callable], prevent_cse: bool,
-               monitor: Optional[Callable] = None):
-    """``lax.scan`` with ``jax.checkpoint`` on every step."""
-    step = jax.checkpoint(lambda c, x: body(consts, c, x), prevent_cse=prevent_cse,
-                          policy=policy)
+               monitor: Optional[Callable] = None, remat: bool = True):
+    """``lax.scan`` with ``jax.checkpoint`` on every step (none with ``remat=False``)."""
+    step = lambda c, x: body(consts, c, x)
+    if remat:
+        step = checkpoint_with_policy(step, prevent_cse=prevent_cse, policy=policy)
     if monitor is None:
         return lax.scan(step, init, xs, length=length, reverse=reverse, unroll=unroll)
 
@@ -96,8 +98,8 @@ def nested_remat_scan(body: Callable, consts, init, xs, plan: SegmentPlan, *, re
         if policy is None:
             step = lambda c, x, j: body(consts, c, x)
         else:  # the step reads its row of all_xs inside the checkpoint: no row is kept
-            step = jax.checkpoint(lambda c, x, j: body(consts, c, take(all_xs, o + j)),
-                                  prevent_cse=False, policy=policy)
+            step = checkpoint_with_policy(lambda c, x, j: body(consts, c, take(all_xs, o + j)),
+                                          prevent_cse=False, policy=policy)
 
         def one(c, x, j):
             c, y = step(c, x, j)

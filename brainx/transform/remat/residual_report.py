@@ -35,6 +35,7 @@ import numpy as np
 import jax.extend.core as jex_core
 
 from brainx.transform.remat.state_names import PREFIX, label_of_tag
+from brainx.transform.remat.value_names import AUTO
 
 __all__ = ["Residual", "ResidualReport", "analyse_residuals"]
 
@@ -177,6 +178,8 @@ class _Tracer:
             name = eqn.params["name"]
             if name.startswith(PREFIX):
                 return ("state", label_of_tag(name), _source(eqn), ())
+            if name == AUTO:  # named only so that a policy can keep it: what made it
+                return self.origin(eqn.invars[0])
             return ("name", repr(name), _source(eqn), ())
         if prim == "reduce_precision":
             return self.origin(eqn.invars[0])

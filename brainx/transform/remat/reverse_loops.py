@@ -29,6 +29,7 @@ from jax.extend import core as jex_core
 from jax.core import Tracer
 from jax.custom_derivatives import SymbolicZero, custom_vjp_primal_tree_values
 
+from brainx.transform.remat.policies import checkpoint_with_policy
 from brainx.transform.remat.segment_plan import SegmentPlan
 from brainx.transform.remat.remat_loops import take
 from brainx.transform.remat.treeverse import treeverse
@@ -124,7 +125,7 @@ class _Reverser:
             return out, c2
 
         if self.policy is not None:
-            g = jax.checkpoint(g, prevent_cse=False, policy=self.policy)
+            g = checkpoint_with_policy(g, prevent_cse=False, policy=self.policy)
         pick = lambda leaves, mask: [l for l, m in zip(leaves, mask) if m]
         _, vjp, c2 = jax.vjp(g, pick(k_leaves, k_mask), pick(c_leaves, c_mask),
                              pick(x_leaves, x_mask), has_aux=True)

@@ -29,12 +29,14 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import jax
 from jax.ad_checkpoint import checkpoint_name
 import jax.extend.core as jex_core
+from jax.extend.core import get_opaque_trace_state
 
 from brainx.state.state import State
 from brainx.state.trace import StateTraceStack
 
-__all__ = ["PREFIX", "state_tag", "state_of_tag", "label_of_tag", "state_paths",
-           "name_value", "name_written_at_source", "named_pure", "tags_for", "NamingScope", "NAME_PRIMITIVE"]
+__all__ = ["PREFIX", "state_tag", "state_of_tag", "label_of_tag", "state_paths", "name_value",
+           "name_written_at_source", "insert_names", "named_pure", "tags_for", "NamingScope",
+           "NAME_PRIMITIVE"]
 
 #: Every state name starts with this.
 PREFIX = "brainx.state:"
@@ -146,15 +148,29 @@ def name_written_at_source(jaxpr: Any, names: Mapping[int, str]) -> Any:
     after it was written) uses the named value, so a policy can keep or drop
     it. Outputs that are inputs or literals are left alone.
     """
+    by_var = {}
+    for i, tag in names.items():
+        v = jaxpr.outvars[i]
+        if not isinstance(v, jex_core.Literal):
+            by_var.setdefault(v, tag)
+    return insert_names(jaxpr, by_var)
+
+
+def insert_names(jaxpr: Any, names: Mapping[Any, str]) -> Any:
+    """A copy of ``jaxpr`` where each var of ``names`` is named right where it is computed.
+
+    A ``checkpoint_name`` equation follows the equation that makes the var,
+    and every later use of the var (equations and outputs) reads the named
+    value. Vars no equation makes (inputs, constants) are left alone.
+    """
     produced = {}
     for k, eqn in enumerate(jaxpr.eqns):
         for v in eqn.outvars:
             produced[v] = k
     after: Dict[int, list] = {}
     renamed: Dict[Any, Any] = {}
-    for i, tag in names.items():
-        v = jaxpr.outvars[i]
-        if isinstance(v, jex_core.Literal) or v not in produced or v in renamed:
+    for v, tag in names.items():
+        if v not in produced or v in renamed:
             continue
         new = jex_core.Var(v.aval)
         renamed[v] = new
@@ -177,25 +193,46 @@ class NamingScope(StateTraceStack):
 
     Used inside a brainx trace: a read returns the visible value under the
     state's :func:`state_tag`, a write passes the named value on, so a loop or
-    checkpoint called inside starts from named values. ``paths`` gives the
+    checkpoint called inside starts from named values. Each value is named
+    once: reading a state again, before it is written, gives the same named
+    value (a policy that keeps it then keeps one copy). ``paths`` gives the
     labels (``{state: path}``).
     """
 
     def __init__(self, paths: Optional[Mapping[State, str]] = None):
         super().__init__("name state values")
         self.paths = dict(paths or {})
+        # state -> (JAX trace, value seen, its named value): a named value is a tracer
+        # of the trace it was made in, reused only there
+        self._named: Dict[State, tuple] = {}
 
     def tag(self, state: State) -> str:
         return state_tag(state, self.paths.get(state))
 
     def read_value(self, state) -> Any:
         value = super().read_value(state)
-        return value if state in self._created else name_value(value, self.tag(state))
+        if state in self._created:
+            return value
+        seen, now = self._named.get(state), get_opaque_trace_state(convention="brainx")
+        if seen is not None and seen[0] == now and _same_leaves(seen[1], value):
+            return seen[2]
+        named = name_value(value, self.tag(state))
+        self._named[state] = (now, value, named)
+        return named
 
     def write_value(self, state, value) -> None:
         if state not in self._created:
             value = name_value(value, self.tag(state))
+            # read back as written: named already
+            self._named[state] = (get_opaque_trace_state(convention="brainx"), value, value)
         super().write_value(state, value)
+
+
+def _same_leaves(a: Any, b: Any) -> bool:
+    """Whether two pytrees hold the very same leaf objects."""
+    la, ta = jax.tree.flatten(a)
+    lb, tb = jax.tree.flatten(b)
+    return ta == tb and all(x is y for x, y in zip(la, lb))
 
 
 def named_pure(stateful: Any, sig: Any, paths: Optional[Mapping[State, str]] = None):
