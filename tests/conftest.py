@@ -53,3 +53,23 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+#: Files whose tests share nothing worth keeping on one worker (each runs a page, an example, a
+#: subprocess): under ``--dist loadscope`` each of their tests is a unit of its own, so the two
+#: workers split them instead of one worker running the whole file last.
+SPLIT_FILES = ("test_docs.py", "test_docstrings.py", "test_examples.py", "test_distributed.py")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.split("::", 1)[0].endswith(SPLIT_FILES):
+                return nodeid
+            return super()._split_scope(nodeid)
+
+    return Scheduling(config, log)

@@ -31,7 +31,7 @@ one helper twice in a trace with the state it reads written in between
 ``BRAINX_FUZZ_KNOWN_BUGS=1`` also runs programs that hit a bug already pinned by
 an xfail test (see :func:`known_bug`).
 
-``BRAINX_FUZZ_EXAMPLES`` sets the number of programs (default 8, about 20 s on
+``BRAINX_FUZZ_EXAMPLES`` sets the number of programs (default 4, about 20 s on
 two cores); ``make fuzz`` runs 10000. The default run is derandomised, so CI
 sees the same programs every time; ``BRAINX_FUZZ_RANDOM=1`` explores new ones.
 """
@@ -49,7 +49,7 @@ from jax import lax
 import brainx
 from brainx import transform
 
-EXAMPLES = int(os.environ.get("BRAINX_FUZZ_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("BRAINX_FUZZ_EXAMPLES", "4"))
 RANDOM = bool(os.environ.get("BRAINX_FUZZ_RANDOM"))
 SHARED_HELPERS = os.environ.get("BRAINX_FUZZ_SHARED_HELPERS", "1") != "0"
 KNOWN_BUGS = bool(os.environ.get("BRAINX_FUZZ_KNOWN_BUGS"))  # also run programs of known_bug()
