@@ -12,15 +12,16 @@ from brainx import environ
 
 @pytest.fixture(autouse=True)
 def clean_environ():
-    saved = dict(environ._SETTINGS)
-    behaviors = dict(environ._BEHAVIORS)
+    env = environ.env_state.GLOBAL_ENV
+    saved = dict(env.settings)
+    behaviors = dict(env.functions)
     x64 = jax.config.jax_enable_x64
     yield
-    environ._SETTINGS.clear()
-    environ._SETTINGS.update(saved)
-    environ._BEHAVIORS.clear()
-    environ._BEHAVIORS.update(behaviors)
-    environ._CONTEXTS.stack.clear()
+    env.settings.clear()
+    env.settings.update(saved)
+    env.functions.clear()
+    env.functions.update(behaviors)
+    env.contexts.clear()
     jax.config.update("jax_enable_x64", x64)
 
 
@@ -33,7 +34,7 @@ def test_set_get_and_get_dt():
 
 
 def test_unset_key_error_says_how_to_set_it():
-    environ._SETTINGS.pop("dt", None)
+    environ.env_state.GLOBAL_ENV.settings.pop("dt", None)
     with pytest.raises(KeyError, match=r"brainx\.environ\.set\(dt=0\.1 \* u\.ms\)"):
         environ.get_dt()
     with pytest.raises(KeyError, match="membrane"):
@@ -58,7 +59,7 @@ def test_context_restores_after_exception():
         with environ.context(dt=5.0 * u.ms):
             raise RuntimeError("boom")
     assert environ.get_dt() == 0.1 * u.ms
-    assert "dt" not in environ._CONTEXTS.stack
+    assert "dt" not in environ.env_state.GLOBAL_ENV.contexts
 
 
 def test_invalid_values_are_refused_and_change_nothing():
@@ -71,7 +72,7 @@ def test_invalid_values_are_refused_and_change_nothing():
     with pytest.raises(ValueError, match="precision"):
         environ.set(precision=12)
     assert environ.get_dt() == 0.1 * u.ms
-    assert "precision" not in environ._CONTEXTS.stack
+    assert "precision" not in environ.env_state.GLOBAL_ENV.contexts
 
 
 def test_contexts_are_per_thread_and_set_is_global():
@@ -165,7 +166,7 @@ def test_pop_and_all():
         environ.pop("a")
     with environ.context(b=3) as env:
         assert env == {"precision": 32, "b": 3}
-        with pytest.raises(ValueError, match="open environ.context"):
+        with pytest.raises(ValueError, match="active in a context"):
             environ.pop("b")
     assert environ.pop("b") == 2
 
@@ -226,7 +227,7 @@ def test_platform_is_jax_backend_and_cannot_change_once_started():
         environ.set(platform=other)
     with pytest.raises(ValueError, match="platform must be one of"):
         environ.set_platform("quantum")
-    with pytest.raises(ValueError, match="cannot be set in a context"):
+    with pytest.raises(ValueError, match="Cannot set .* in a context"):
         with environ.context(platform="cpu"):
             pass
     assert environ.get_platform() == platform
@@ -246,7 +247,7 @@ def test_host_device_count_refused_once_backends_started():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="positive integer"):
             environ.set_host_device_count(bad)
-    with pytest.raises(ValueError, match="cannot be set in a context"):
+    with pytest.raises(ValueError, match="Cannot set .* in a context"):
         with environ.context(host_device_count=2):
             pass
 
@@ -277,3 +278,89 @@ def test_platform_and_device_count_in_a_fresh_process():
     assert out.returncode == 0, out.stderr
     assert "refused: Cannot set the host device count to 2" in out.stdout
     assert "devices 3 XLA_FLAGS --xla_force_host_platform_device_count=3" in out.stdout
+
+
+# -- isolated environments (env=) and behaviours that fail --------------------------------
+def test_environment_state_is_isolated_from_the_global_one():
+    env = environ.EnvironmentState()
+    environ.set(precision=64, gain=2.0, env=env)
+    assert environ.get("gain", env=env) == 2.0 and environ.get("gain", None) is None
+    assert not jax.config.jax_enable_x64          # only the global env drives JAX's flag
+    assert environ.dftype(env=env) is np.float64 and environ.dftype() is np.float32
+    assert environ.tolerance(env=env).dtype == np.float64
+    with environ.context(gain=3.0, env=env):
+        assert environ.get("gain", env=env) == 3.0 and environ.all(env=env)["gain"] == 3.0
+        assert "gain" not in environ.all()
+    assert environ.pop("gain", env=env) == 2.0
+    environ.register_default_behavior("gain", print, env=env)
+    assert environ.list_registered_behaviors(env=env) == ["gain"]
+    assert "gain" not in environ.list_registered_behaviors()
+    environ.reset(env=env)
+    assert environ.all(env=env) == {"precision": 32} and not env.locks
+    with pytest.raises(TypeError, match="EnvironmentState"):
+        environ.get("gain", env={"gain": 1})
+
+
+def test_settings_are_shared_across_threads_contexts_are_not():
+    env = environ.EnvironmentState()
+    environ.set(shared=1, env=env)
+    seen = {}
+    with environ.context(private=2, env=env):
+        worker = threading.Thread(target=lambda: seen.update(
+            shared=environ.get("shared", env=env), private=environ.get("private", None, env=env)))
+        worker.start()
+        worker.join()
+    assert seen == {"shared": 1, "private": None}
+
+
+def test_failing_behavior_puts_the_old_value_back_and_raises():
+    def positive(value):
+        if value <= 0:
+            raise ValueError(f"must be positive, got {value}")
+
+    environ.set(rate=1.0)
+    environ.register_default_behavior("rate", positive)
+    with pytest.raises(ValueError, match="must be positive"):
+        environ.set(rate=-1.0)
+    assert environ.get("rate") == 1.0
+    with pytest.raises(ValueError, match="must be positive"):
+        with environ.context(rate=-2.0):
+            pass
+    assert environ.get("rate") == 1.0 and "rate" not in environ.env_state.GLOBAL_ENV.contexts
+    with pytest.raises(TypeError, match="string"):
+        environ.register_default_behavior(3, positive)
+
+
+def test_behavior_failing_on_restore_warns_and_the_block_still_exits():
+    calls = []
+
+    def fails_on_base(value):
+        calls.append(value)
+        if value == "base":
+            raise RuntimeError("no")
+
+    environ.set(mode_key="inner0")
+    environ.register_default_behavior("mode_key", fails_on_base)
+    environ.env_state.GLOBAL_ENV.settings["mode_key"] = "base"
+    with pytest.warns(RuntimeWarning, match="mode_key"):
+        with environ.context(mode_key="inner"):
+            pass
+    assert calls == ["inner", "base"] and environ.get("mode_key") == "base"
+
+
+@pytest.mark.parametrize("precision, f, i, u_, c", [
+    (64, np.float64, np.int64, np.uint64, np.complex128),
+    (32, np.float32, np.int32, np.uint32, np.complex64),
+    (16, np.float16, np.int16, np.uint16, np.complex64),
+    ("bf16", jax.numpy.bfloat16, np.int16, np.uint16, np.complex64),
+    (8, jax.numpy.float8_e5m2, np.int8, np.uint8, np.complex64),
+])
+def test_dtype_helpers_follow_the_precision(precision, f, i, u_, c):
+    assert environ._get_float(precision) is f and environ._get_int(precision) is i
+    assert environ._get_uint(precision) is u_ and environ._get_complex(precision) is c
+    env = environ.EnvironmentState()
+    environ.set_precision(precision, env=env)
+    assert (environ.dftype(env=env), environ.ditype(env=env), environ.dutype(env=env),
+            environ.dctype(env=env)) == (f, i, u_, c)
+    with pytest.raises(ValueError, match="precision must be one of"):
+        environ._get_float("nope")

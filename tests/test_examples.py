@@ -18,11 +18,11 @@ EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 @pytest.fixture(autouse=True)
 def examples_on_path():
     sys.path.insert(0, str(EXAMPLES))
-    saved = dict(environ._SETTINGS)
+    saved = dict(environ.env_state.GLOBAL_ENV.settings)
     yield
     sys.path.remove(str(EXAMPLES))
-    environ._SETTINGS.clear()
-    environ._SETTINGS.update(saved)
+    environ.env_state.GLOBAL_ENV.settings.clear()
+    environ.env_state.GLOBAL_ENV.settings.update(saved)
 
 
 def _load(name):

@@ -17,11 +17,11 @@ EXAMPLES = pathlib.Path(__file__).parent.parent / "examples"
 @pytest.fixture
 def example():
     sys.path.insert(0, str(EXAMPLES))
-    saved = dict(environ._SETTINGS)
+    saved = dict(environ.env_state.GLOBAL_ENV.settings)
     yield importlib.import_module("ei_delay_network")
     sys.path.remove(str(EXAMPLES))
-    environ._SETTINGS.clear()
-    environ._SETTINGS.update(saved)
+    environ.env_state.GLOBAL_ENV.settings.clear()
+    environ.env_state.GLOBAL_ENV.settings.update(saved)
 
 
 def test_ei_delay_network_short_run_writes_both_plots(example, tmp_path, capsys):

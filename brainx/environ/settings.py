@@ -1,0 +1,295 @@
+"""Reading and changing settings: :func:`set`, :func:`get`, :func:`context` and friends.
+
+Every function works on the global :class:`~brainx.environ.EnvironmentState`
+unless given another one as ``env=``. Only the global one drives JAX's
+process-wide flags (``precision=64`` switches ``jax_enable_x64``); a custom
+one just stores values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional
+
+import jax
+import numpy as np
+
+from . import dtypes
+from .env_state import GLOBAL_ENV, EnvironmentState, resolve
+from .keys import DEFAULT_PRECISION, DT, GLOBAL_ONLY, HOST_DEVICE_COUNT, PLATFORM, PRECISION
+from .platform import get_host_device_count, get_platform, set_host_device_count, set_platform
+
+__all__ = ["set", "get", "all", "pop", "context", "reset", "get_dt",
+           "register_default_behavior", "unregister_default_behavior",
+           "list_registered_behaviors"]
+
+_MISSING = object()  # "no default given"
+_UNSET = object()    # a default meaning "not set"
+_DEFAULTS: Dict[Hashable, Any] = {PRECISION: DEFAULT_PRECISION}  # what get() and all() fall back to
+
+
+def _validate(key: Hashable, value: Any) -> Any:
+    """The value to store for ``key`` (normalised), or an error saying what is wrong."""
+    if key == PRECISION:
+        return dtypes.normalize_precision(value)
+    if key == DT:
+        mantissa = value.mantissa if hasattr(value, "mantissa") else value
+        if np.ndim(mantissa) != 0:
+            raise TypeError(f"dt must be a scalar (a number or a brainunit time), got {value!r}.")
+        try:
+            positive = bool(np.all(np.asarray(mantissa) > 0))
+        except Exception:  # a tracer: cannot check, accept
+            positive = True
+        if not positive:
+            raise ValueError(f"dt must be positive, got {value!r}.")
+    return value
+
+
+def _changed(env: EnvironmentState, key: Hashable, value: Any) -> None:
+    """Tell JAX (global precision) and the registered behaviour that ``key`` is now ``value``."""
+    if key == PRECISION and env is GLOBAL_ENV:
+        dtypes.apply_to_jax(value)
+    behavior = env.functions.get(key)
+    if behavior is not None:
+        behavior(value)
+
+
+def set(platform: Optional[str] = None, host_device_count: Optional[int] = None,
+        precision: Any = None, dt: Any = None, *, env: Optional[EnvironmentState] = None,
+        **kwargs: Any) -> None:
+    """Set defaults, e.g. ``set(dt=0.1 * u.ms, precision=32)``.
+
+    ``precision`` (8, 16, 32, 64 or ``"bf16"``) also switches ``jax_enable_x64``
+    (global environment only); ``platform`` and ``host_device_count`` go to
+    :func:`set_platform` and :func:`set_host_device_count`. Values set here are
+    seen by every thread and shadowed by any active :func:`context`.
+
+    Nothing is changed when a value is refused. A registered behaviour that
+    raises puts the old values back and the error propagates (brainstate 0.5.4
+    keeps the new value and turns the error into a warning).
+
+    Examples
+    --------
+    >>> from brainx import environ
+    >>> environ.set(trial=1)
+    >>> environ.get("trial")
+    1
+    >>> environ.pop("trial")
+    1
+    """
+    env = resolve(env)
+    if precision is not None:
+        kwargs[PRECISION] = precision
+    if dt is not None:
+        kwargs[DT] = dt
+    kwargs = {key: _validate(key, value) for key, value in kwargs.items()}
+    if platform is not None:
+        set_platform(platform)
+    if host_device_count is not None:
+        set_host_device_count(host_device_count)
+    for key, value in kwargs.items():
+        with env.locks[key]:
+            before = env.settings.get(key, _UNSET)
+            env.settings[key] = value
+            try:
+                _changed(env, key, get(key, env=env))
+            except BaseException:
+                if before is _UNSET:
+                    del env.settings[key]
+                else:
+                    env.settings[key] = before
+                if key == PRECISION and env is GLOBAL_ENV:
+                    dtypes.apply_to_jax(get(PRECISION))
+                raise
+
+
+def pop(key: Hashable, default: Any = _MISSING, *,
+        env: Optional[EnvironmentState] = None) -> Any:
+    """Remove a default and return it (``default`` when it is not set).
+
+    A key overridden by an open :func:`context` in this thread cannot be
+    popped: that raises ``ValueError``. Registered behaviours are not called.
+    """
+    env = resolve(env)
+    depth = len(env.contexts.get(key, ()))
+    if depth:
+        raise ValueError(f"Cannot pop {key!r}: it is active in a context ({depth} context(s) "
+                         "open in this thread override it). Pop it after the `with` block.")
+    with env.locks[key]:
+        if default is _MISSING and key not in env.settings:
+            raise KeyError(f"{key!r} not found in the environment, so it cannot be popped. "
+                           f"Pass a default (environ.pop({key!r}, None)) to allow that.")
+        return env.settings.pop(key, default)
+
+
+def get(key: Hashable, default: Any = _MISSING, desc: Optional[str] = None, *,
+        env: Optional[EnvironmentState] = None) -> Any:
+    """The current value of ``key``: innermost :func:`context` first, then :func:`set`.
+
+    ``"platform"`` and ``"host_device_count"`` are answered by
+    :func:`get_platform` and :func:`get_host_device_count`. Raises ``KeyError``
+    (with a hint on how to set it) when the key is unset and no ``default`` is
+    given.
+    """
+    if key == PLATFORM:
+        return get_platform()
+    if key == HOST_DEVICE_COUNT:
+        return get_host_device_count()
+    env = resolve(env)
+    stack = env.contexts.get(key)
+    if stack:
+        return stack[-1]
+    try:
+        return env.settings[key]
+    except KeyError:
+        if default is not _MISSING:
+            return default
+        if key in _DEFAULTS:
+            return _DEFAULTS[key]
+    hint = f" ({desc})" if desc else ""
+    example = "0.1 * u.ms" if key == DT else "value"
+    raise KeyError(
+        f"{key!r}{hint} not found in the environment: it is not set. Set it globally with "
+        f"brainx.environ.set({key}={example}) or locally with "
+        f"`with brainx.environ.context({key}={example}):`.") from None
+
+
+def all(*, env: Optional[EnvironmentState] = None) -> Dict[Hashable, Any]:
+    """Every current setting, contexts applied (a copy: changing it changes nothing)."""
+    env = resolve(env)
+    out = dict(_DEFAULTS)
+    out.update(env.settings)
+    for key, stack in env.contexts.items():
+        if stack:
+            out[key] = stack[-1]
+    return out
+
+
+def reset(*, env: Optional[EnvironmentState] = None) -> None:
+    """Forget every setting made with :func:`set` and every registered behaviour.
+
+    Precision goes back to 32 bits (``jax_enable_x64`` off). The platform and
+    host device count are JAX's and stay as they are; ``with`` blocks still
+    open keep their values until they exit.
+
+    Examples
+    --------
+    >>> from brainx import environ
+    >>> saved = environ.all()
+    >>> environ.set(gain=2.0)
+    >>> environ.reset()
+    >>> environ.get("gain", None) is None, environ.get_precision()
+    (True, 32)
+    >>> environ.set(**saved)   # put back what was set before
+    """
+    env = resolve(env)
+    env.settings.clear()
+    env.functions.clear()
+    env.locks.clear()
+    if env is GLOBAL_ENV:
+        dtypes.apply_to_jax(get(PRECISION))
+
+
+@contextlib.contextmanager
+def context(*, env: Optional[EnvironmentState] = None,
+            **kwargs: Any) -> Iterator[Dict[Hashable, Any]]:
+    """Override settings inside a ``with`` block (this thread only); yields :func:`all`.
+
+    The previous values come back when the block exits, also after an exception.
+    ``platform`` and ``host_device_count`` are process-wide and refused here. A
+    behaviour that raises on entry undoes the block's settings and the error
+    propagates; one that raises while a value is put back on exit is reported
+    as a ``RuntimeWarning`` (the block's own exception, if any, goes on).
+
+    Examples
+    --------
+    >>> import brainunit as u
+    >>> from brainx import environ
+    >>> with environ.context(dt=1.0 * u.ms, trial=3) as settings:
+    ...     settings["trial"], environ.get("trial")
+    (3, 3)
+    >>> environ.get("trial", None) is None
+    True
+    """
+    env = resolve(env)
+    for key in GLOBAL_ONLY:
+        if key in kwargs:
+            raise ValueError(f"Cannot set {key!r} in a context: it is process-wide and fixed "
+                             f"once JAX starts. Use brainx.environ.set_{key}() at the start of "
+                             "the program.")
+    kwargs = {key: _validate(key, value) for key, value in kwargs.items()}
+    stacks = env.contexts
+    pushed = []
+    x64_before = jax.config.jax_enable_x64  # JAX's flag is process-wide: put it back as found
+    try:
+        for key, value in kwargs.items():
+            with env.locks[key]:
+                stacks[key].append(value)
+                pushed.append(key)
+                _changed(env, key, value)
+        yield all(env=env)
+    finally:
+        for key in reversed(pushed):
+            with env.locks[key]:
+                stacks[key].pop()
+                if not stacks[key]:
+                    del stacks[key]
+                current = get(key, _UNSET, env=env)
+                try:
+                    if current is not _UNSET:
+                        _changed(env, key, current)
+                except Exception as error:  # raising here would hide the block's own error
+                    warnings.warn(f"The behavior registered for {key!r} raised while the "
+                                  f"context restored {current!r}: {error!r}", RuntimeWarning,
+                                  stacklevel=3)
+                if current is _UNSET and key == PRECISION and env is GLOBAL_ENV:
+                    jax.config.update("jax_enable_x64", x64_before)
+
+
+def get_dt(*, env: Optional[EnvironmentState] = None) -> Any:
+    """The integration time step ``dt`` (a brainunit time, or a number).
+
+    Raises ``KeyError`` if it was never set: ``brainx.environ.set(dt=0.1 * u.ms)``.
+    """
+    return get(DT, env=env)
+
+
+# -- behaviours ---------------------------------------------------------------------------
+def register_default_behavior(key: str, behavior: Callable[[Any], Any],
+                              replace_if_exist: bool = False, *,
+                              env: Optional[EnvironmentState] = None) -> None:
+    """Call ``behavior(new_value)`` whenever ``key`` changes through :func:`set` or :func:`context`.
+
+    Examples
+    --------
+    >>> from brainx import environ
+    >>> seen = []
+    >>> environ.register_default_behavior("gain", seen.append)
+    >>> with environ.context(gain=3):
+    ...     pass
+    >>> seen, environ.unregister_default_behavior("gain")
+    ([3], True)
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"A behavior's key must be a string (a setting's name), got {key!r}.")
+    if not callable(behavior):
+        raise TypeError(f"behavior must be callable, got {behavior!r}.")
+    env = resolve(env)
+    with env.locks[key]:
+        if key in env.functions and not replace_if_exist:
+            raise ValueError(f"A behavior for {key!r} is already registered; pass "
+                             "replace_if_exist=True to replace it.")
+        env.functions[key] = behavior
+
+
+def unregister_default_behavior(key: str, *, env: Optional[EnvironmentState] = None) -> bool:
+    """Remove the behaviour registered for ``key``; ``True`` if there was one."""
+    env = resolve(env)
+    with env.locks[key]:
+        return env.functions.pop(key, None) is not None
+
+
+def list_registered_behaviors(*, env: Optional[EnvironmentState] = None) -> List[str]:
+    """The keys that have a registered behaviour."""
+    return list(resolve(env).functions)
