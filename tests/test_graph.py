@@ -1,5 +1,7 @@
 """brainx.graph and Module.states()/nodes() keys, on small hand-built models and brainx.nn layers."""
 
+import copy
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -190,3 +192,89 @@ def test_treefy_state_round_trip_keeps_type_and_metadata():
     struct = jax.tree.structure(ref)
     assert struct == jax.tree.structure(graph.TreefyState.from_state(s))
     hash(struct)
+
+
+# -- Node, pop_states, iter_leaf, flatten and graph_to_tree ---------------------------------
+class _Table(brainx.graph.Node):
+    """A plain node (not a module) that owns states."""
+
+    graph_invisible_attrs = ("scratch",)
+
+    def __init__(self, n):
+        self.weights = brainx.ParamState(jnp.arange(float(n)))
+        self.trace = brainx.HiddenState(jnp.zeros(n))
+        self.scratch = brainx.State(jnp.ones(n))
+
+
+def test_plain_node_states_are_found_and_threaded_by_jit():
+    table = _Table(3)
+    assert list(brainx.graph.states(table)) == ["weights", "trace"]
+
+    @brainx.transform.jit
+    def step(x):
+        table.trace.value = table.trace.value + table.weights.value * x
+
+    step(2.0)
+    np.testing.assert_allclose(table.trace.value, 2.0 * np.arange(3.0))
+    table.weights = brainx.ParamState(jnp.ones(3))   # rebinding: jit must see the new state
+    step(1.0)
+    np.testing.assert_allclose(table.trace.value, 2.0 * np.arange(3.0) + 1.0)
+    twin = copy.deepcopy(table)
+    assert twin.weights is not table.weights
+    np.testing.assert_allclose(twin.trace.value, table.trace.value)
+
+
+def test_pop_states_removes_from_nodes_and_dicts_and_refuses_lists():
+    table = _Table(2)
+    holder = {"t": table, "extra": brainx.HiddenState(jnp.zeros(1))}
+    popped = brainx.graph.pop_states(holder, brainx.HiddenState)
+    assert sorted(map(str, popped.to_flat())) == ["extra", "t.trace"]
+    assert not hasattr(table, "trace") and "extra" not in holder
+    assert list(brainx.graph.states(holder)) == ["t.weights"]
+    in_list = [brainx.HiddenState(jnp.zeros(1))]
+    with pytest.raises(ValueError, match="list"):
+        brainx.graph.pop_states(in_list, brainx.HiddenState)
+    assert len(in_list) == 1
+    with pytest.raises(ValueError, match="at least one filter"):
+        brainx.graph.pop_states(holder)
+
+
+def test_iter_leaf_yields_states_and_plain_values_once():
+    table = _Table(2)
+    leaves = {str(p): x for p, x in brainx.graph.iter_leaf([table, table.weights, 7])}
+    assert set(leaves) == {"0.weights", "0.trace", "2"}
+    assert leaves["0.weights"] is table.weights and leaves["2"] == 7
+
+
+def test_flatten_unflatten_round_trip_with_snapshots_and_with_states():
+    net = brainx.nn.Sequential(brainx.nn.Linear(2, 3), brainx.nn.Linear(3, 1))
+    gdef, snap = brainx.graph.flatten(net)
+    new = brainx.graph.unflatten(gdef, jax.tree.map(lambda x: x + 1, snap))
+    for a, b in zip(brainx.graph.states(net).values(), brainx.graph.states(new).values()):
+        assert a is not b
+        jax.tree.map(lambda x, y: np.testing.assert_allclose(x + 1, y), a.value, b.value)
+    gdef, raw = brainx.graph.flatten(net, treefy_state=False)
+    same = brainx.graph.unflatten(gdef, raw)
+    assert same.layers[0].weight is net.layers[0].weight
+    with pytest.raises(ValueError, match="is a State"):
+        brainx.graph.flatten(net.layers[0].weight)
+
+
+def test_graph_to_tree_through_jax_transforms_keeps_sharing():
+    shared = brainx.nn.Linear(2, 2)
+    other = brainx.nn.Linear(2, 2)
+    other.weight = shared.weight                       # two modules, one state
+    pure, found = brainx.graph.graph_to_tree((shared, other, shared))
+    assert len(found) == 1 and next(iter(found.values())) is shared.weight
+
+    @jax.jit
+    def scale(tree):
+        return jax.tree.map(lambda x: 3 * x, tree)
+
+    a, b, c = brainx.graph.tree_to_graph(scale(pure))
+    assert a is c and a.weight is b.weight and a.weight is not shared.weight
+    jax.tree.map(lambda x, y: np.testing.assert_allclose(3 * x, y),
+                 shared.weight.value, a.weight.value)
+    with pytest.raises(ValueError, match="two prefixes"):
+        brainx.graph.graph_to_tree((shared, shared), prefix=(0, 1))
+    brainx.graph.graph_to_tree((shared, shared), prefix=(0, 0))

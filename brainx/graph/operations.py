@@ -18,10 +18,12 @@ list indices and dict keys that leads to an object (a
 
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
+from brainx.graph.refmap import RefMap
 from brainx.graph.treefy import TreefyState
-from brainx.nn.module import MAX_DEPTH, Module, walk_tree
+from brainx.nn.module import MAX_DEPTH, walk_tree
+from brainx.nn.node import Node, node_children
 from brainx.state.state import State
 from brainx.util.filter import Filter
 from brainx.util.mappings import FlattedDict, NestedDict, select
@@ -90,14 +92,14 @@ def nodes(node: Any, *filters: Filter,
     ['layers.0']
     """
     found = ((p, x) for p, x in walk_tree(node, allowed_hierarchy=allowed_hierarchy)
-             if isinstance(x, Module))
+             if isinstance(x, Node))
     return _collect(found, filters)
 
 
 def iter_node(node: Any, allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)):
     """``(path, module)`` for every module reachable from ``node``, ``node`` included."""
     for path, x in walk_tree(node, allowed_hierarchy=allowed_hierarchy):
-        if isinstance(x, Module):
+        if isinstance(x, Node):
             yield DottedPath(path), x
 
 
@@ -129,24 +131,25 @@ class GraphDef:
     the model, not copied.
     """
 
-    def __init__(self, skeleton: Any, paths: Tuple[DottedPath, ...]):
+    def __init__(self, skeleton: Any, paths: Tuple[DottedPath, ...], index: Tuple[int, ...]):
         self._skeleton = skeleton
         self.paths = paths
+        self.index = index  # each state's index in the split's RefMap (shared states: one)
 
     def __repr__(self) -> str:
         return f"GraphDef({type(self._skeleton).__name__}, states={list(self.paths)})"
 
 
 class _Slot:
-    """Where a state was, in a :class:`GraphDef` skeleton."""
+    """Where a state was, in a :class:`GraphDef` skeleton: its index in the split."""
 
-    __slots__ = ("path",)
+    __slots__ = ("index",)
 
-    def __init__(self, path: DottedPath):
-        self.path = path
+    def __init__(self, index: int):
+        self.index = index
 
     def __repr__(self) -> str:
-        return f"<state {self.path}>"
+        return f"<state {self.index}>"
 
 
 def _rebuild(obj: Any, leaf, memo: Dict[int, Any]) -> Any:
@@ -157,9 +160,11 @@ def _rebuild(obj: Any, leaf, memo: Dict[int, Any]) -> Any:
     if isinstance(obj, (State, _Slot)):
         new = memo[key] = leaf(obj)
         return new
-    if isinstance(obj, Module):
+    if isinstance(obj, Node):
         new = memo[key] = object.__new__(type(obj))
-        new.__dict__.update({k: _rebuild(v, leaf, memo) for k, v in vars(obj).items()})
+        hidden = type(obj).graph_invisible_attrs  # not the node's: kept as they are
+        new.__dict__.update({k: v if k in hidden else _rebuild(v, leaf, memo)
+                             for k, v in vars(obj).items()})
         return new
     if isinstance(obj, dict):
         items = {k: _rebuild(v, leaf, memo) for k, v in obj.items()}
@@ -194,14 +199,28 @@ def treefy_split(node: Any, *filters: Filter) -> Tuple[Any, ...]:
     >>> float(new.layers[0].weight.value["weight"].sum()), new.layers[0].weight is net.layers[0].weight
     (0.0, False)
     """
-    found = states(node)
-    slots = {id(s): _Slot(p) for p, s in found.items()}
-    skeleton = _rebuild(node, lambda s: slots[id(s)], {})
-    snapshot = NestedDict.from_flat(
-        FlattedDict((p, TreefyState.from_state(s)) for p, s in found.items()))
+    graphdef, snapshot = split_indexed(node, RefMap())
     parts = snapshot.split(*filters) if filters else snapshot
     parts = parts if isinstance(parts, tuple) else (parts,)
-    return (GraphDef(skeleton, tuple(found)), *parts)
+    return (graphdef, *parts)
+
+
+def split_indexed(node: Any, ref_index: "RefMap", treefy_state: bool = True,
+                  memo: Optional[Dict[int, Any]] = None):
+    """``(graphdef, NestedDict)`` of ``node``; each state gets an index in ``ref_index``.
+
+    States already in ``ref_index`` (seen in an earlier split of the same
+    :func:`~brainx.graph.split_context`) keep their index, and nodes already
+    in ``memo`` their skeleton, so :func:`merge_indexed` rebuilds one state
+    and one node for them, shared again.
+    """
+    found = states(node)
+    index = tuple(ref_index.setdefault(s, len(ref_index)) for s in found.values())
+    slots = {id(s): _Slot(i) for s, i in zip(found.values(), index)}
+    skeleton = _rebuild(node, lambda s: slots[id(s)], {} if memo is None else memo)
+    snapshot = NestedDict.from_flat(FlattedDict(
+        (p, TreefyState.from_state(s) if treefy_state else s) for p, s in found.items()))
+    return GraphDef(skeleton, tuple(found), index), snapshot
 
 
 def treefy_merge(graphdef: GraphDef, *state_mappings: Union[NestedDict, FlattedDict]) -> Any:
@@ -210,25 +229,36 @@ def treefy_merge(graphdef: GraphDef, *state_mappings: Union[NestedDict, FlattedD
     Every state of the structure needs a snapshot (or a ``State``, used as
     it is); the mappings are merged first, later ones winning.
     """
+    return merge_indexed(graphdef, FlattedDict.merge(*state_mappings), {})
+
+
+def merge_indexed(graphdef: GraphDef, given: FlattedDict, index_ref: Dict[int, State],
+                  memo: Optional[Dict[int, Any]] = None) -> Any:
+    """As :func:`treefy_merge`; a state whose index is in ``index_ref`` is reused from there,
+    and a node already rebuilt in ``memo`` (by skeleton) too."""
     if not isinstance(graphdef, GraphDef):
         raise TypeError(f"treefy_merge: expected a GraphDef first (from treefy_split), got "
                         f"{type(graphdef).__name__}.")
-    given = FlattedDict.merge(*state_mappings)
     missing = [p for p in graphdef.paths if p not in given]
     if missing:
         raise ValueError(f"treefy_merge: no state given for {[str(p) for p in missing]}. Pass "
                          "every part that treefy_split returned.")
+    path_of = dict(zip(graphdef.index, graphdef.paths))
 
     def make(slot: _Slot) -> State:
-        ref = given[slot.path]
-        if isinstance(ref, State):
-            return ref
-        if not isinstance(ref, TreefyState):
-            raise TypeError(f"treefy_merge: {slot.path} is {ref!r}; expected a TreefyState "
+        if slot.index in index_ref:
+            return index_ref[slot.index]
+        path = path_of[slot.index]
+        ref = given[path]
+        if isinstance(ref, TreefyState):
+            ref = ref.to_state()
+        elif not isinstance(ref, State):
+            raise TypeError(f"treefy_merge: {path} is {ref!r}; expected a TreefyState "
                             "(from treefy_split or treefy_states) or a State.")
-        return ref.to_state()
+        index_ref[slot.index] = ref
+        return ref
 
-    return _rebuild(graphdef._skeleton, make, {})
+    return _rebuild(graphdef._skeleton, make, {} if memo is None else memo)
 
 
 def graphdef(node: Any) -> GraphDef:
@@ -271,3 +301,92 @@ def update_states(node: Any, state_dict: Union[NestedDict, FlattedDict], /,
                        f"states: {[str(p) for p in current]}).")
     for path, new in given.items():
         current[path].value = new.value if isinstance(new, (State, TreefyState)) else new
+
+
+def iter_leaf(node: Any, allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)):
+    """``(path, leaf)`` for every value in ``node``'s tree that is not a node or a container.
+
+    States are leaves (each once, under its first path), and so are the other
+    attribute values: arrays, numbers, ``None``, functions.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> [(str(p), type(x).__name__) for p, x in brainx.graph.iter_leaf(brainx.nn.Dropout(0.5))]
+    [('_name', 'NoneType'), ('prob', 'float'), ('broadcast_dims', 'tuple')]
+    """
+    lo, hi = allowed_hierarchy
+    seen: set = set()
+
+    def walk(obj: Any, path: tuple, depth: int):
+        if isinstance(obj, State):
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                if lo <= depth:
+                    yield DottedPath(path), obj
+            return
+        is_node = isinstance(obj, Node)
+        if is_node or isinstance(obj, (dict, list, tuple)) and any(
+                isinstance(v, (State, Node, dict, list, tuple)) for _, v in node_children(obj)):
+            if id(obj) in seen:
+                return
+            seen.add(id(obj))
+            depth += bool(is_node and path)
+            if depth <= hi:
+                for key, child in node_children(obj):
+                    yield from walk(child, path + (key,), depth)
+            return
+        if lo <= depth:
+            yield DottedPath(path), obj
+
+    yield from walk(node, (), 0)
+
+
+def pop_states(node: Any, *filters: Filter) -> Union[NestedDict, Tuple[NestedDict, ...]]:
+    """Remove the states the filters match from ``node``'s tree and return them, by path.
+
+    One :class:`~brainx.util.NestedDict` of ``State`` objects per filter (at
+    least one filter). A state is removed from the node attribute or dict
+    that holds it; one inside a list or tuple cannot be removed
+    (``ValueError``, nothing removed).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> class Cell(brainx.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.w = brainx.ParamState(jnp.ones(2))
+    ...         self.h = brainx.HiddenState(jnp.zeros(2))
+    >>> cell = Cell()
+    >>> hidden = brainx.graph.pop_states(cell, brainx.HiddenState)
+    >>> list(hidden.to_flat()), hasattr(cell, "h")
+    (['h'], False)
+    """
+    if not filters:
+        raise ValueError("pop_states needs at least one filter (which states to remove), "
+                         "e.g. pop_states(model, brainx.HiddenState).")
+    found = states(node, *filters) if len(filters) > 1 else (states(node, filters[0]),)
+    owners = []
+    for part in found:
+        for path in part:
+            owner = _owner(node, tuple(path))
+            if not isinstance(owner, (Node, dict)):
+                raise ValueError(f"pop_states: the state at {path} is held by a "
+                                 f"{type(owner).__name__}, which cannot lose an item. Keep it in "
+                                 "a node attribute or a dict to pop it.")
+            owners.append((owner, tuple(path)[-1]))
+    for owner, key in owners:
+        if isinstance(owner, Node):
+            delattr(owner, key)
+        else:
+            del owner[key]
+    result = tuple(NestedDict.from_flat(part) for part in found)
+    return result[0] if len(result) == 1 else result
+
+
+def _owner(root: Any, path: tuple) -> Any:
+    obj = root
+    for key in path[:-1]:
+        obj = vars(obj)[key] if isinstance(obj, Node) else obj[key]
+    return obj

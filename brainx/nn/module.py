@@ -18,7 +18,8 @@ import numpy as np
 
 from brainx.nn.describe import ParamDescriber
 from brainx.nn.init import to_size
-from brainx.state.state import State, structure_changed
+from brainx.nn.node import Node, node_children
+from brainx.state.state import State
 from brainx.util.filter import Filter, to_predicate
 from brainx.util.mappings import FlattedDict, select
 from brainx.util.path import DottedPath
@@ -29,21 +30,7 @@ Path = Tuple[Any, ...]
 MAX_DEPTH = int(np.iinfo(np.int32).max)
 
 
-_ABSENT = object()
-
-
-def _holds_states(value: Any) -> bool:
-    """A State, a Module, or a list/tuple/dict with one among its items (not deeper)."""
-    if isinstance(value, (State, Module)):
-        return True
-    if isinstance(value, dict):
-        value = value.values()
-    elif not isinstance(value, (list, tuple)):
-        return False
-    return any(isinstance(v, (State, Module)) for v in value)
-
-
-class Module:
+class Module(Node):
     """Base class for models: owns states and submodules, and steps with :meth:`update`.
 
     Subclasses create parameters (``ParamState``) in ``__init__`` and dynamical
@@ -89,21 +76,6 @@ class Module:
     @property
     def name(self) -> Optional[str]:
         return getattr(self, "_name", None)
-
-    # -- structure changes ------------------------------------------------------
-    def __setattr__(self, name: str, value: Any) -> None:
-        # Rebinding an attribute that holds states (or a submodule) changes which
-        # states a compiled function reaches: tell `transform.jit` to look again.
-        old = self.__dict__.get(name, _ABSENT)
-        if old is not _ABSENT and old is not value and (_holds_states(old)
-                                                        or _holds_states(value)):
-            structure_changed()
-        object.__setattr__(self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        if _holds_states(self.__dict__.get(name)):
-            structure_changed()
-        object.__delattr__(self, name)
 
     # -- sizes (as brainstate) -------------------------------------------------
     @property
@@ -247,15 +219,6 @@ def _collect(found, kind: type, filters: Sequence[Filter]):
     return select([(DottedPath(p), x) for p, x in found if isinstance(x, kind)], tuple(filters))
 
 
-def _children(obj: Any) -> Iterator[Tuple[Any, Any]]:
-    if isinstance(obj, Module):
-        yield from vars(obj).items()
-    elif isinstance(obj, dict):
-        yield from obj.items()
-    elif isinstance(obj, (list, tuple)):
-        yield from enumerate(obj)
-
-
 def walk_tree(root: Any, order: str = "pre",
               allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)) -> Iterator[Tuple[Path, Any]]:
     """Every module and state reachable from ``root``, each once, with its path tuple.
@@ -279,7 +242,7 @@ def walk_tree(root: Any, order: str = "pre",
                 if lo <= depth:
                     yield path, obj
             return
-        is_module = isinstance(obj, Module)
+        is_module = isinstance(obj, Node)
         if is_module or isinstance(obj, (dict, list, tuple)):
             if id(obj) in seen:
                 return
@@ -290,7 +253,7 @@ def walk_tree(root: Any, order: str = "pre",
                 return
             if is_module and order == "pre" and lo <= depth:
                 yield path, obj
-            for name, child in _children(obj):
+            for name, child in node_children(obj):
                 yield from walk(child, path + (name,), depth)
             if is_module and order == "post" and lo <= depth:
                 yield path, obj

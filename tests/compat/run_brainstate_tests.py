@@ -12,10 +12,13 @@ Only brainstate's core is run (state, transform, random, environ, graph,
 util, mixin); ``nn`` has its own tutorials harness (``run_tutorials.py``).
 Three private modules that many tests import for public things are mapped to
 brainx's (``brainstate._state`` to ``brainx.state``, ``_error`` to
-``brainx.errors``, ``_compatible_import`` to JAX's own names). A file that
-imports another private module (``brainstate.transform._ir_*``, ...) fails to
-collect; the table shows which name was missing, so internals no user program
-imports are told apart from public gaps.
+``brainx.errors``, ``_compatible_import`` to JAX's own names). Any other
+private module path (``brainstate.transform._make_jaxpr``, ...) reads its
+names from the public package above it (``brainx.transform``): a test that
+imports a public name through a private path runs, one that imports a private
+name (``_make_hashable``, ``TRACE_CONTEXT``, ...) fails with the missing name
+shown in the table, so internals no user program imports are told apart from
+public gaps.
 
 Usage::
 
@@ -39,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CORE = re.compile(r"^brainstate/(_state|environ|mixin|random/|transform/|graph/|util/)[^/]*.*_test\.py$")
 
 CONFTEST = '''
-import importlib, sys, types
+import importlib, importlib.abc, importlib.util, sys, types
 import brainx
 
 sys.modules["brainstate"] = brainx
@@ -69,9 +72,36 @@ def _jax_internal(name):
     raise AttributeError(name)
 
 
+class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``brainstate.<pkg>._<private>`` reads its names from brainx's public ``<pkg>``.
+
+    A test that imports a public name through a private module path then runs;
+    one that imports a truly private name still fails ("cannot import name").
+    """
+
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("brainstate.") and name.rsplit(".", 1)[1].startswith("_"):
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        public = importlib.import_module(module.__name__.rsplit(".", 1)[0])
+
+        def forward(name):
+            try:
+                return getattr(public, name)
+            except AttributeError:
+                raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+        module.__getattr__ = forward
+
+
 compatible = types.ModuleType("brainstate._compatible_import")
 compatible.__getattr__ = _jax_internal
 sys.modules["brainstate._compatible_import"] = compatible
+sys.meta_path.append(_PrivateToPublic())
 '''
 
 PRIVATE = re.compile(r"No module named '(brainstate[.\w]*\._\w+)'|"
