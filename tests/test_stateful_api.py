@@ -1,5 +1,8 @@
 """brainstate's `StatefulFunction` methods, checked against the function run eagerly."""
 
+import gc
+import weakref
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -74,3 +77,75 @@ def test_debug_call_runs_python():
     sf = transform.StatefulFunction(step)
     states, out = sf.debug_call([jnp.ones(2), w.value], jnp.ones(2))
     np.testing.assert_allclose(states[0], 0.5 + w.value)
+
+
+# -- a jitted function's traces, by cache key; jitted_fun, trace and compile -----------------
+def _jitted_pair():
+    a = brainx.State(jnp.zeros(3))
+    b = brainx.State(jnp.arange(3.0))
+
+    @brainx.transform.jit
+    def f(x):
+        a.value = a.value + b.value * x
+        return a.value.sum()
+
+    return a, b, f
+
+
+def test_jit_calls_file_their_traces_by_cache_key():
+    a, b, f = _jitted_pair()
+    f(2.0)
+    sf = f.stateful_fun
+    key = sf.get_arg_cache_key(2.0)
+    assert sf.get_states_by_cache(key) == (a, b)
+    assert sf.get_write_states_by_cache(key) == (a,)
+    assert sf.get_read_states_by_cache(key) == (b,)
+    jaxpr = sf.get_jaxpr_by_cache(key)
+    assert sf.get_jaxpr_by_cache(key) is jaxpr and sf.get_jaxpr(2.0) is jaxpr
+    out, new_a = jax.core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, 3.0, jnp.ones(3), b.value)
+    np.testing.assert_allclose(new_a, 1.0 + 3.0 * np.arange(3.0))
+    np.testing.assert_allclose(out, new_a.sum())
+    shapes = sf.get_out_shapes_by_cache(key)
+    assert shapes[0].shape == () and shapes[1][0].shape == (3,) and shapes[1][1] is None
+    assert sf.get_state_trace_by_cache(key).get_write_states() == (a,)
+    with pytest.raises(ValueError, match="no trace under this cache key"):
+        sf.get_states_by_cache(sf.get_arg_cache_key(jnp.ones(2)))
+
+
+def test_jit_cache_holds_its_states_weakly():
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.h = brainx.State(jnp.zeros(2))
+
+    @brainx.transform.jit
+    def f(x):
+        holder.h.value = holder.h.value + x
+
+    f(1.0)
+    key = f.stateful_fun.get_arg_cache_key(1.0)
+    assert f.stateful_fun.get_states_by_cache(key) == (holder.h,)
+    ref = weakref.ref(holder.h)
+    holder.h = brainx.State(jnp.ones(2))         # the old state is garbage now
+    gc.collect()
+    assert ref() is None
+    with pytest.raises(ValueError, match="no trace"):
+        f.stateful_fun.get_states_by_cache(key)  # forgotten with its state
+    f(1.0)
+    assert f.stateful_fun.get_states_by_cache(key) == (holder.h,)
+
+
+def test_jitted_fun_trace_and_compile_leave_states_alone():
+    a, b, f = _jitted_pair()
+    before = np.asarray(a.value)
+    (new_a, unwritten), out = f.jitted_fun([a.value, b.value], 2.0)
+    assert unwritten is None
+    np.testing.assert_allclose(new_a, 2.0 * np.arange(3.0))
+    np.testing.assert_allclose(out, new_a.sum())
+    traced = f.trace(2.0)
+    assert len(traced.jaxpr.in_avals) == 3          # the two states' values, then x
+    compiled = f.compile(2.0)
+    np.testing.assert_allclose(a.value, before)     # nothing ran yet
+    np.testing.assert_allclose(compiled(2.0), 6.0)
+    np.testing.assert_allclose(a.value, 2.0 * np.arange(3.0))

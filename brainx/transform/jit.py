@@ -84,6 +84,7 @@ class JittedFunction:
             if shared is not None:
                 return self._file(key, shared)
         sig = self.stateful.discover(key, dyn_args, dyn_kwargs)
+        self.stateful.remember(key, dyn_args, dyn_kwargs, sig, weak=True)  # get_*_by_cache
         if entry is not None and entry.epoch == _EPOCH[0] and entry.fits(sig):
             entry.add(sig)  # the compiled pure function reads the list of traces
             self._install_fast_call(key, entry)
@@ -132,6 +133,27 @@ class JittedFunction:
         """Forget every trace and compiled function."""
         self._entries.clear()
         self._dispatch = self._general_call
+        self.stateful.clear_cache()
+        self.__dict__.pop("_pure_jitted", None)
+
+    @property
+    def jitted_fun(self) -> Callable:
+        """The compiled pure function, in brainstate's calling convention.
+
+        ``jitted_fun(state_values, *args, **kwargs)`` returns
+        ``(new_state_values, out)``: ``state_values`` line up with
+        ``stateful_fun.get_states(*args)``, and a state the function does not
+        write comes back as ``None``. Nothing is read from or written to the
+        states; calling the jitted function itself does that.
+        """
+        jitted = self.__dict__.get("_pure_jitted")
+        if jitted is None:
+            stateful = self.stateful
+            jitted = self.__dict__["_pure_jitted"] = jax.jit(
+                stateful.jaxpr_call,
+                static_argnums=tuple(i + 1 for i in stateful.static_argnums),
+                static_argnames=stateful.static_argnames)
+        return jitted
 
     # -- call -------------------------------------------------------------------
     # ``step(x)`` resolves ``__call__`` through a property whose getter is C
@@ -203,6 +225,21 @@ class JittedFunction:
 
         key, entry, lowered = self._with_entry(args, kwargs, lower)
         return Lowered(lowered, self, key, entry)
+
+    def compile(self, *args, **kwargs) -> "Compiled":
+        """``lower(*args, **kwargs).compile()``: calling the result reads and writes the states."""
+        return self.lower(*args, **kwargs).compile()
+
+    def trace(self, *args, **kwargs) -> "jax.stages.Traced":
+        """Trace for these arguments, like ``jax.jit(f).trace``: the pure function's ``Traced``.
+
+        Its ``jaxpr`` takes the states' values first (in ``stateful_fun.get_states``
+        order), then the arguments. Nothing runs and no state changes.
+        """
+        def trace(entry, dyn_args, dyn_kwargs):
+            return entry.jitted.trace(entry.values(), *dyn_args, **dyn_kwargs)
+
+        return self._with_entry(args, kwargs, trace)[2]
 
     def eval_shape(self, *args, **kwargs):
         """The output's shapes and dtypes, without running or changing any state."""

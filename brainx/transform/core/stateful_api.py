@@ -14,10 +14,12 @@ values of the written states (with ``return_only_write``) or of every state.
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from typing import Any, Dict, Hashable, Tuple
 
 import jax
+import numpy as np
 
 from brainx.state.state import State
 from brainx.state.trace import StateTraceStack
@@ -41,14 +43,19 @@ class StatefulFunctionAPI:
         if cache is None:
             cache = self.__dict__["_traces"] = OrderedDict()
             self.__dict__["_stats"] = {"hits": 0, "misses": 0}
+            self.__dict__["_trace_args"] = {}  # cache key -> the arguments' shapes
+            self.__dict__["_jaxprs"] = {}      # cache key -> its jaxpr, made once
         return cache
+
+    def _key_of(self, key, dyn_args: tuple, dyn_kwargs: dict) -> Hashable:
+        leaves, treedef = jax.tree.flatten((dyn_args, dyn_kwargs))
+        types = tuple(abstractify(x) if self._traceable(x) else ("static", x) for x in leaves)
+        return (key, treedef, types)
 
     def get_arg_cache_key(self, *args, compile_if_miss: bool = False, **kwargs) -> Hashable:
         """The cache key of a call: the static arguments and the dynamic ones' types."""
         key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        leaves, treedef = jax.tree.flatten((dyn_args, dyn_kwargs))
-        types = tuple(abstractify(x) if self._traceable(x) else ("static", x) for x in leaves)
-        cache_key = (key, treedef, types)
+        cache_key = self._key_of(key, dyn_args, dyn_kwargs)
         if compile_if_miss and cache_key not in self._api_cache():
             self.make_jaxpr(*args, **kwargs)
         return cache_key
@@ -60,31 +67,110 @@ class StatefulFunctionAPI:
     def make_jaxpr(self, *args, **kwargs):
         """Trace the function for these arguments (once per cache key); returns ``self``."""
         cache = self._api_cache()
-        cache_key = self.get_arg_cache_key(*args, **kwargs)
-        if cache_key in cache:
+        key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        cache_key = self._key_of(key, dyn_args, dyn_kwargs)
+        if self._lookup(cache_key) is not None:
             self._stats["hits"] += 1
             cache.move_to_end(cache_key)
             return self
         self._stats["misses"] += 1
-        cache[cache_key] = self.signature(args, kwargs)
-        while len(cache) > _MAX_CACHED:
-            cache.popitem(last=False)
+        self.remember(key, dyn_args, dyn_kwargs, self.discover(key, dyn_args, dyn_kwargs))
         return self
+
+    def remember(self, key, dyn_args: tuple, dyn_kwargs: dict, sig, weak: bool = False) -> None:
+        """File a trace made elsewhere (``jit`` files each of its traces here, ``weak``).
+
+        Keeps the arguments' shapes, not their values, so the ``*_by_cache``
+        methods can rebuild the jaxpr without holding the arrays. A ``weak``
+        trace holds its states weakly (as ``jit`` does): it is forgotten once
+        one of them is garbage collected.
+        """
+        cache = self._api_cache()
+        cache_key = self._key_of(key, dyn_args, dyn_kwargs)
+        cache[cache_key] = _WeakSignature(sig) if weak else sig
+        cache.move_to_end(cache_key)
+        self._trace_args[cache_key] = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(np.shape(x), jax.dtypes.result_type(x))
+            if self._traceable(x) else x, (dyn_args, dyn_kwargs))
+        self._jaxprs.pop(cache_key, None)
+        while len(cache) > _MAX_CACHED:
+            old, _ = cache.popitem(last=False)
+            self._trace_args.pop(old, None)
+            self._jaxprs.pop(old, None)
 
     def _cached(self, args, kwargs, compile_if_miss: bool):
         cache_key = self.get_arg_cache_key(*args, **kwargs)
-        sig = self._api_cache().get(cache_key)
+        sig = self._lookup(cache_key)
         if sig is None:
             if not compile_if_miss:
                 raise ValueError(f"{self.name}: no trace for these arguments; call "
                                  "make_jaxpr(*args, **kwargs) first, or pass compile_if_miss=True.")
             self.make_jaxpr(*args, **kwargs)
-            sig = self._api_cache()[cache_key]
+            sig = self._lookup(cache_key)
         return sig
+
+    def _lookup(self, cache_key: Hashable):
+        """The trace under ``cache_key`` (``None``: none, or one of its states died)."""
+        cache = self._api_cache()
+        sig = cache.get(cache_key)
+        if type(sig) is _WeakSignature:
+            sig = sig.resolve()
+            if sig is None:
+                del cache[cache_key]
+                self._trace_args.pop(cache_key, None)
+                self._jaxprs.pop(cache_key, None)
+        return sig
+
+    def _by_cache(self, cache_key: Hashable):
+        sig = self._lookup(cache_key)
+        if sig is None:
+            raise ValueError(f"{self.name}: no trace under this cache key; call the function "
+                             "or make_jaxpr(*args) first (get_arg_cache_key(*args) gives the key).")
+        return sig
+
+    # -- by cache key (brainstate's *_by_cache family) ---------------------------------
+    def get_states_by_cache(self, cache_key: Hashable) -> Tuple[State, ...]:
+        """The states of the trace filed under ``cache_key`` (see :meth:`get_arg_cache_key`)."""
+        return self._by_cache(cache_key).states
+
+    def get_read_states_by_cache(self, cache_key: Hashable) -> Tuple[State, ...]:
+        """The states that trace reads and does not write."""
+        return self._by_cache(cache_key).read_only_states
+
+    def get_write_states_by_cache(self, cache_key: Hashable) -> Tuple[State, ...]:
+        """The states that trace writes."""
+        return self._by_cache(cache_key).write_states
+
+    def get_state_trace_by_cache(self, cache_key: Hashable) -> StateTraceStack:
+        """A :class:`~brainx.StateTraceStack` of what that trace recorded."""
+        return self._trace_stack(self._by_cache(cache_key))
+
+    def get_jaxpr_by_cache(self, cache_key: Hashable):
+        """That trace's ``ClosedJaxpr`` in brainstate's layout (made once, then the same object)."""
+        sig = self._by_cache(cache_key)
+        jaxpr = self._jaxprs.get(cache_key)
+        if jaxpr is None:
+            dyn_args, dyn_kwargs = self._trace_args[cache_key]
+            jaxpr = self._jaxprs[cache_key] = jax.make_jaxpr(self._layout(sig))(
+                dyn_args, dyn_kwargs, [s.value for s in sig.states])
+        return jaxpr
+
+    def get_out_shapes_by_cache(self, cache_key: Hashable):
+        """``(output shapes, new state value shapes)`` of that trace."""
+        sig = self._by_cache(cache_key)
+        dyn_args, dyn_kwargs = self._trace_args[cache_key]
+        return jax.eval_shape(self._layout(sig), dyn_args, dyn_kwargs,
+                              [s.value for s in sig.states])
+
+    def get_out_treedef_by_cache(self, cache_key: Hashable):
+        """The tree structure of that trace's ``(output, new state values)``."""
+        return jax.tree.structure(self.get_out_shapes_by_cache(cache_key))
 
     def clear_cache(self) -> None:
         """Forget the traces kept for brainstate's inspection methods."""
         self._api_cache().clear()
+        self._trace_args.clear()
+        self._jaxprs.clear()
 
     def get_cache_stats(self) -> Dict[str, Any]:
         """``{'compilation_cache': {size, maxsize, hits, misses, hit_rate}}``."""
@@ -109,7 +195,9 @@ class StatefulFunctionAPI:
 
     def get_state_trace(self, *args, compile_if_miss: bool = True, **kwargs) -> StateTraceStack:
         """A :class:`~brainx.StateTraceStack` holding what the trace recorded."""
-        sig = self._cached(args, kwargs, compile_if_miss)
+        return self._trace_stack(self._cached(args, kwargs, compile_if_miss))
+
+    def _trace_stack(self, sig) -> StateTraceStack:
         trace = StateTraceStack(self.name)
         for s, r, w in zip(sig.states, sig.read, sig.written):
             trace._touched[s] = None
@@ -121,17 +209,13 @@ class StatefulFunctionAPI:
 
     def get_jaxpr(self, *args, compile_if_miss: bool = True, **kwargs):
         """The ``ClosedJaxpr`` in brainstate's layout (see the module docstring)."""
-        sig = self._cached(args, kwargs, compile_if_miss)
-        _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        values = [s.value for s in sig.states]
-        return jax.make_jaxpr(self._layout(sig))(dyn_args, dyn_kwargs, values)
+        self._cached(args, kwargs, compile_if_miss)
+        return self.get_jaxpr_by_cache(self.get_arg_cache_key(*args, **kwargs))
 
     def get_out_shapes(self, *args, compile_if_miss: bool = True, **kwargs):
         """``(output shapes, new state value shapes)`` as ``jax.ShapeDtypeStruct`` trees."""
-        sig = self._cached(args, kwargs, compile_if_miss)
-        _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        values = [s.value for s in sig.states]
-        return jax.eval_shape(self._layout(sig), dyn_args, dyn_kwargs, values)
+        self._cached(args, kwargs, compile_if_miss)
+        return self.get_out_shapes_by_cache(self.get_arg_cache_key(*args, **kwargs))
 
     def get_out_treedef(self, *args, compile_if_miss: bool = True, **kwargs):
         """The tree structure of ``(output, new state values)``."""
@@ -195,3 +279,20 @@ class StatefulFunctionAPI:
         for s in sig.states:
             s.value  # noqa: B018 - raises ExpiredStateError for a dead trace's state
         return True
+
+
+class _WeakSignature:
+    """A :class:`StateSignature` whose states are held weakly (a ``jit`` trace's)."""
+
+    __slots__ = ("kind", "refs", "written", "read", "trace")
+
+    def __init__(self, sig):
+        self.kind = type(sig)  # StateSignature (defined in stateful.py, which imports this module)
+        self.refs = tuple(weakref.ref(s) for s in sig.states)
+        self.written, self.read, self.trace = sig.written, sig.read, sig.trace
+
+    def resolve(self):
+        states = tuple(r() for r in self.refs)
+        if any(s is None for s in states):
+            return None
+        return self.kind(states, self.written, self.read, self.trace)
