@@ -110,8 +110,9 @@ class BasicSamplers(SamplerMixin):
 
         ``high`` defaults to ``input.max()``; ``dtype`` to ``input``'s dtype.
         """
-        if high is None:
-            high = jnp.max(unitless("randint_like", "input", input))
+        low = unitless("randint_like", "low", low)
+        high = jnp.max(unitless("randint_like", "input", input)) if high is None else unitless(
+            "randint_like", "high", high)
         out = jr.randint(self._next_key(key), u.math.shape(input), low, high, int_dtype(None))
         return out.astype(u.math.get_dtype(input) if dtype is None else dtype)
 
@@ -119,6 +120,7 @@ class BasicSamplers(SamplerMixin):
     def choice(self, a, size: Size = None, replace: bool = True, p=None, key: Any = None):
         """Samples from ``a`` (an array, or ``arange(a)`` for an integer)."""
         (a,), unit = in_common_unit(a)
+        p = unitless("choice", "p", p)
         r = jr.choice(self._next_key(key), a, shape_of(size), replace=replace, p=p)
         return with_unit(r, unit)
 

@@ -8,9 +8,11 @@ length ``k`` of their parameter vector, ``orthogonal(n)`` adds ``(n, n)``.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import brainunit as u
+import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
@@ -32,6 +34,16 @@ def _mean_cov_in_one_unit(mean: Any, cov: Any) -> tuple:
             f"squared) or neither; got mean in {u.get_unit(mean)} and cov in {u.get_unit(cov)}.")
     unit = mean.unit
     return mean.mantissa, cov.to(unit ** 2).mantissa, unit
+
+
+@partial(jax.jit, static_argnums=(3, 4))
+def _multinomial(key: Any, n: Any, pvals: Any, batch: tuple, dtype: Any) -> Any:
+    # numpy takes the last probability as what the others leave. Compiled once per
+    # shape: jax.random.multinomial is not jitted, and eagerly its scan is traced anew
+    # on every call.
+    last = jnp.clip(1 - jnp.sum(pvals[..., :-1], axis=-1, keepdims=True), 0, 1)
+    pvals = jnp.concatenate([pvals[..., :-1], last], axis=-1)
+    return jr.multinomial(key, n, pvals, shape=batch + pvals.shape[-1:]).astype(dtype)
 
 
 class MultivariateSamplers(SamplerMixin):
@@ -63,11 +75,7 @@ class MultivariateSamplers(SamplerMixin):
                   f"got {pvals}.")
         batch = (tuple(np.broadcast_shapes(np.shape(n), pvals.shape[:-1])) if size is None
                  else shape_of(size))
-        # numpy takes the last probability as what the others leave
-        last = jnp.clip(1 - jnp.sum(pvals[..., :-1], axis=-1, keepdims=True), 0, 1)
-        pvals = jnp.concatenate([pvals[..., :-1], last], axis=-1)
-        r = jr.multinomial(self._next_key(key), n, pvals, shape=batch + pvals.shape[-1:])
-        return r.astype(int_dtype(dtype))
+        return _multinomial(self._next_key(key), n, pvals, batch, int_dtype(dtype))
 
     def multivariate_normal(self, mean, cov, size: Size = None, method: str = "cholesky",
                             key: Any = None, dtype: Any = None):

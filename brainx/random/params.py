@@ -1,7 +1,8 @@
 """What the samplers share: output shapes, units, parameter checks, dtypes and keys.
 
 Sizes follow numpy: ``size=None`` gives the broadcast shape of the parameters
-and an integer ``n`` gives ``(n,)`` (:func:`out_shape`).
+and an integer ``n`` gives ``(n,)`` (:func:`out_shape`). A parameter given as a
+list or tuple is an array, as in numpy (:func:`as_param`).
 
 Location and scale parameters may be brainunit Quantities: :func:`in_common_unit`
 takes their mantissas in one unit (plain numbers next to a Quantity are read in
@@ -25,7 +26,7 @@ from jax.core import Tracer
 from brainx import environ
 
 __all__ = [
-    "Size", "SamplerMixin", "shape_of", "out_shape", "in_common_unit", "with_unit",
+    "Size", "SamplerMixin", "shape_of", "out_shape", "as_param", "in_common_unit", "with_unit",
     "unitless", "check", "float_dtype", "int_dtype",
 ]
 
@@ -48,9 +49,26 @@ def out_shape(size: Size, *params: Any) -> tuple:
     return tuple(np.broadcast_shapes(*(np.shape(p) for p in params if p is not None)))
 
 
+def as_param(x: Any) -> Any:
+    """A list or tuple parameter as an array (a Quantity if its entries carry one unit);
+    anything else unchanged.
+
+    Examples
+    --------
+    >>> import brainunit as u
+    >>> from brainx.random.params import as_param
+    >>> as_param([1.0, 2.0]).shape, as_param([1 * u.mV, 2 * u.mV]).unit == u.mV, as_param(3.0)
+    ((2,), True, 3.0)
+    """
+    if isinstance(x, (list, tuple)):
+        return u.math.asarray(x)
+    return x
+
+
 def in_common_unit(*xs: Any) -> tuple:
     """``(mantissas, unit)``: Quantities converted to the first one's unit (``unit`` is
-    ``None`` when no argument is a Quantity)."""
+    ``None`` when no argument is a Quantity); list and tuple arguments become arrays."""
+    xs = tuple(as_param(x) for x in xs)
     unit = next((x.unit for x in xs if isinstance(x, u.Quantity)), None)
     if unit is None:
         return xs, None
@@ -63,7 +81,9 @@ def with_unit(x: Any, unit: Any) -> Any:
 
 
 def unitless(sampler: str, name: str, x: Any) -> Any:
-    """``x`` without its unit if it is dimensionless; a dimensional Quantity is an error."""
+    """``x`` without its unit if it is dimensionless; a dimensional Quantity is an error.
+    A list or tuple becomes an array."""
+    x = as_param(x)
     if not isinstance(x, u.Quantity):
         return x
     if not x.dim.is_dimensionless:
