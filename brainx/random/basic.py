@@ -14,6 +14,8 @@ from typing import Any
 import brainunit as u
 import jax.numpy as jnp
 import jax.random as jr
+import numpy as np
+from jax.core import Tracer
 
 from brainx.random.params import (
     SamplerMixin, Size, float_dtype, in_common_unit, int_dtype, out_shape, shape_of, unitless,
@@ -31,6 +33,13 @@ def _float_like(sampler: str, x: Any, dtype: Any) -> Any:
         raise ValueError(f"{sampler}: dtype must be a float dtype, got {dtype}; the samples "
                          "would be truncated to integers.")
     return dtype
+
+
+def _is_text(a: Any) -> bool:
+    """Whether ``a`` holds strings or Python objects (which JAX arrays cannot)."""
+    if isinstance(a, np.ndarray):
+        return a.dtype.kind in "USO"
+    return isinstance(a, (list, tuple)) and any(isinstance(x, (str, bytes)) for x in a)
 
 
 class BasicSamplers(SamplerMixin):
@@ -118,7 +127,34 @@ class BasicSamplers(SamplerMixin):
 
     # -- arrangements --------------------------------------------------------------------
     def choice(self, a, size: Size = None, replace: bool = True, p=None, key: Any = None):
-        """Samples from ``a`` (an array, or ``arange(a)`` for an integer)."""
+        """Samples from ``a`` (an array, or ``arange(a)`` for an integer), with probabilities
+        ``p`` (uniform if omitted), as ``numpy.random.choice``.
+
+        ``a`` may hold strings (a list or a numpy array): the indices are drawn with JAX
+        and the sample is a numpy array of ``a``'s entries, so this case works only
+        outside ``jit`` (the indices must be concrete).
+
+        Examples
+        --------
+        >>> import brainx
+        >>> rng = brainx.random.RandomState(0)
+        >>> rng.choice(5, 3, replace=False).shape
+        (3,)
+        >>> names = rng.choice(['pooh', 'rabbit', 'piglet'], 4, p=[0.5, 0.25, 0.25])
+        >>> names.shape, set(names.tolist()) <= {'pooh', 'rabbit', 'piglet'}
+        ((4,), True)
+        """
+        if _is_text(a):
+            items = np.asarray(a)
+            if items.ndim != 1:
+                raise ValueError(f"choice: a must be one-dimensional, got shape {items.shape}.")
+            index = self.choice(items.shape[0], size, replace, p, key)
+            if isinstance(index, Tracer):
+                raise TypeError(
+                    "choice: a holds strings, which cannot be picked inside a traced function "
+                    "(jit, vmap, loops). Draw indices there with choice(len(a), ...) and pick "
+                    "the strings outside.")
+            return items[np.asarray(index)]
         (a,), unit = in_common_unit(a)
         p = unitless("choice", "p", p)
         r = jr.choice(self._next_key(key), a, shape_of(size), replace=replace, p=p)

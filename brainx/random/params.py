@@ -43,10 +43,30 @@ def shape_of(size: Size) -> tuple:
 
 
 def out_shape(size: Size, *params: Any) -> tuple:
-    """The sample shape: ``size``, or the broadcast shape of ``params`` if it is ``None``."""
-    if size is not None:
-        return shape_of(size)
-    return tuple(np.broadcast_shapes(*(np.shape(p) for p in params if p is not None)))
+    """The sample shape: ``size``, or the broadcast shape of ``params`` if it is ``None``.
+
+    As in numpy, every parameter must broadcast to ``size``; else a ``ValueError``.
+
+    Examples
+    --------
+    >>> from brainx.random.params import out_shape
+    >>> out_shape(None, [1.0, 2.0], 3.0), out_shape((4, 2), [1.0, 2.0])
+    ((2,), (4, 2))
+    """
+    shapes = [np.shape(p) for p in params if p is not None]
+    if size is None:
+        return tuple(np.broadcast_shapes(*shapes))
+    shape = shape_of(size)
+    try:
+        fits = np.broadcast_shapes(shape, *shapes) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"size {shape} does not fit the parameters, of shapes {', '.join(map(str, shapes))}: "
+            "each parameter must broadcast to size, as in numpy. Give a size that ends with "
+            "the parameters' broadcast shape, or size=None for that shape.")
+    return shape
 
 
 def as_param(x: Any) -> Any:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import threading
+
 import jax
 import jax.numpy as jnp
 import jax.random as jr
@@ -23,13 +25,35 @@ __all__ = ["RandomState", "as_key", "os_seed", "DEFAULT_SOURCE"]
 DEFAULT_SOURCE: list = [None]
 
 
+#: Held across a generator's read-split-write of its key, so that threads splitting one
+#: shared generator eagerly never receive the same key.
+_KEY_LOCK = threading.RLock()
+
+
+class _NotACount(TypeError, ValueError):
+    """A key count that is not a positive integer: a ``TypeError`` for a non-integer (as
+    ``operator.index``) and a ``ValueError`` (what brainstate's ``split_keys`` raises)."""
+
+
+def _check_count(owner: Any, method: str, n: Any) -> None:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise _NotACount(f"{owner!r}.{method}: n must be a positive integer, got {n!r} "
+                         f"(of type {type(n).__name__}).")
+    if n < 1:
+        raise ValueError(f"{owner!r}.{method}: n must be a positive integer, got {n!r}.")
+
+
 def os_seed() -> int:
     """A fresh seed from the operating system's entropy (no global RNG is touched)."""
     return int(np.random.SeedSequence().entropy % (2 ** 32))
 
 
 def as_key(seed_or_key: Any, what: str = "seed_or_key") -> Any:
-    """A PRNG key from an integer seed, a raw ``uint32[2]`` key or a typed key."""
+    """A PRNG key from an integer seed, a raw ``uint32[2]`` key or a typed key.
+
+    Anything else (a float, a string, an array of another dtype or shape) is a
+    ``TypeError``, as in brainstate, numpy and ``jax.random.PRNGKey``.
+    """
     if isinstance(seed_or_key, State):
         raise TypeError(f"{what} must be an integer seed or a JAX PRNG key, got {seed_or_key!r}; "
                         "pass its .value.")
@@ -46,7 +70,7 @@ def as_key(seed_or_key: Any, what: str = "seed_or_key") -> Any:
             return jr.PRNGKey(seed_or_key)
         if shape == (2,) and dtype == jnp.uint32:
             return seed_or_key
-    raise ValueError(
+    raise TypeError(
         f"{what} must be an integer seed, a raw key (uint32 array of shape (2,), from "
         f"jax.random.PRNGKey) or a typed key (jax.random.key); got {_describe(seed_or_key)}.")
 
@@ -121,6 +145,11 @@ class RandomState(State, Samplers):
         backup : bool
             Save the key before the split, for :meth:`restore_key`.
 
+        The read, split and write hold a lock, so threads splitting one shared
+        generator eagerly never receive the same key (calls of a compiled function
+        are not covered: see ``docs/random.md``). A non-integer ``n`` raises a
+        ``TypeError`` (which is also a ``ValueError``); ``n < 1`` a ``ValueError``.
+
         Examples
         --------
         >>> import brainx
@@ -128,14 +157,15 @@ class RandomState(State, Samplers):
         >>> rng.split_key().shape, rng.split_key(4).shape
         ((2,), (4, 2))
         """
-        if n is not None and (not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1):
-            raise ValueError(f"{self!r}.split_key: n must be a positive integer, got {n!r}.")
-        key = self.value
-        self._check_lanes(key)
-        keys = jr.split(key, 2 if n is None else n + 1)
-        if backup:
-            self.backup_key()
-        self.value = keys[0]
+        if n is not None:
+            _check_count(self, "split_key", n)
+        with _KEY_LOCK:
+            key = self.value
+            self._check_lanes(key)
+            keys = jr.split(key, 2 if n is None else n + 1)
+            if backup:
+                self.backup_key()
+            self.value = keys[0]
         return keys[1] if n is None else keys[1:]
 
     def split_keys(self, n: int, backup: bool = False) -> Any:
@@ -160,13 +190,12 @@ class RandomState(State, Samplers):
         >>> rng.value.shape
         (2,)
         """
-        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
-            raise ValueError(f"{self!r}.self_assign_multi_keys: n must be a positive integer, "
-                             f"got {n!r}.")
-        keys = jr.split(self.value, n)
-        if backup:
-            self.backup_key()
-        self.value = keys
+        _check_count(self, "self_assign_multi_keys", n)
+        with _KEY_LOCK:
+            keys = jr.split(self.value, n)
+            if backup:
+                self.backup_key()
+            self.value = keys
 
     def backup_key(self) -> None:
         """Save the current key, for :meth:`restore_key` (outside the transforms)."""
