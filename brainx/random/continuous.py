@@ -29,7 +29,8 @@ class ContinuousSamplers(SamplerMixin):
     def _loc_scale(self, draw: Callable, loc, scale, size: Size, key: Any, dtype: Any):
         """``loc + scale * draw(key, shape, dtype)``, in the unit of ``loc``/``scale``."""
         (loc, scale), unit = in_common_unit(loc, scale)
-        r = draw(self._next_key(key), out_shape(size, loc, scale), float_dtype(dtype))
+        sample_shape = out_shape(size, loc, scale)
+        r = draw(self._next_key(key), sample_shape, float_dtype(dtype))
         if scale is not None:
             r = r * scale
         if loc is not None:
@@ -57,7 +58,8 @@ class ContinuousSamplers(SamplerMixin):
 
     def standard_normal(self, size: Size = None, key: Any = None, dtype: Any = None):
         """Standard normal samples (mean 0, standard deviation 1)."""
-        return jr.normal(self._next_key(key), out_shape(size), float_dtype(dtype))
+        sample_shape = out_shape(size)
+        return jr.normal(self._next_key(key), sample_shape, float_dtype(dtype))
 
     def truncated_normal(self, lower, upper, size: Size = None, loc=0.0, scale=1.0,
                          key: Any = None, dtype: Any = None, check_valid: bool = True):
@@ -83,11 +85,13 @@ class ContinuousSamplers(SamplerMixin):
 
     def standard_cauchy(self, size: Size = None, key: Any = None, dtype: Any = None):
         """Cauchy samples with location 0 and scale 1."""
-        return jr.cauchy(self._next_key(key), out_shape(size), float_dtype(dtype))
+        sample_shape = out_shape(size)
+        return jr.cauchy(self._next_key(key), sample_shape, float_dtype(dtype))
 
     def standard_exponential(self, size: Size = None, key: Any = None, dtype: Any = None):
         """Exponential samples with mean 1."""
-        return jr.exponential(self._next_key(key), out_shape(size), float_dtype(dtype))
+        sample_shape = out_shape(size)
+        return jr.exponential(self._next_key(key), sample_shape, float_dtype(dtype))
 
     def exponential(self, scale=None, size: Size = None, key: Any = None, dtype: Any = None):
         """Exponential samples with mean ``scale`` (default 1), as ``numpy.random.exponential``.
@@ -120,7 +124,8 @@ class ContinuousSamplers(SamplerMixin):
 
     def maxwell(self, size: Size = None, key: Any = None, dtype: Any = None):
         """Maxwell-Boltzmann samples with scale 1: the length of a standard normal 3-vector."""
-        return jr.maxwell(self._next_key(key), out_shape(size), float_dtype(dtype))
+        sample_shape = out_shape(size)
+        return jr.maxwell(self._next_key(key), sample_shape, float_dtype(dtype))
 
     def pareto(self, a, size: Size = None, key: Any = None, dtype: Any = None):
         """Pareto II (Lomax) samples with shape ``a``, on ``[0, inf)``, as ``numpy.random.pareto``.
@@ -129,7 +134,8 @@ class ContinuousSamplers(SamplerMixin):
         """
         a = unitless("pareto", "a", a)
         check(jnp.asarray(a) <= 0, f"pareto: a must be positive, got {a}.")
-        e = jr.exponential(self._next_key(key), out_shape(size, a), float_dtype(dtype))
+        sample_shape = out_shape(size, a)
+        e = jr.exponential(self._next_key(key), sample_shape, float_dtype(dtype))
         return jnp.expm1(e / a)
 
     def power(self, a, size: Size = None, key: Any = None, dtype: Any = None,
@@ -138,7 +144,8 @@ class ContinuousSamplers(SamplerMixin):
         a = unitless("power", "a", a)
         if check_valid:
             check(jnp.asarray(a) <= 0, f"power: a must be positive, got {a}.")
-        unif = jr.uniform(self._next_key(key), out_shape(size, a), float_dtype(dtype))
+        sample_shape = out_shape(size, a)
+        unif = jr.uniform(self._next_key(key), sample_shape, float_dtype(dtype))
         return unif ** (1 / jnp.asarray(a, unif.dtype))
 
     def weibull(self, a, size: Size = None, key: Any = None, dtype: Any = None):
@@ -181,7 +188,8 @@ class ContinuousSamplers(SamplerMixin):
         kappa = unitless("vonmises", "kappa", kappa)
         check(~(jnp.asarray(kappa) >= 0), f"vonmises: kappa must be non-negative, got {kappa}.")
         dtype = float_dtype(dtype)
-        theta = von_mises_centered(self._next_key(key), kappa, out_shape(size, mu, kappa), dtype)
+        sample_shape = out_shape(size, mu, kappa)
+        theta = von_mises_centered(self._next_key(key), kappa, sample_shape, dtype)
         return with_unit(jnp.mod(theta + mu + jnp.pi, 2 * jnp.pi) - jnp.pi, unit)
 
     def wald(self, mean, scale, size: Size = None, key: Any = None, dtype: Any = None):

@@ -47,7 +47,7 @@ def split_key(n: Optional[int] = None, backup: bool = False) -> Any:
 
 def split_keys(n: int, backup: bool = False) -> Any:
     """``n`` new keys from the default generator."""
-    return DEFAULT.split_key(n, backup=backup)
+    return DEFAULT.split_keys(n, backup=backup)
 
 
 def self_assign_multi_keys(n: int, backup: bool = True) -> None:

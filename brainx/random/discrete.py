@@ -76,7 +76,8 @@ class DiscreteSamplers(SamplerMixin):
         if check_valid:
             check((jnp.asarray(p) < 0) | (jnp.asarray(p) > 1),
                   f"bernoulli: p must be in [0, 1], got {p}.")
-        return jr.bernoulli(self._next_key(key), p, out_shape(size, p))
+        sample_shape = out_shape(size, p)
+        return jr.bernoulli(self._next_key(key), p, sample_shape)
 
     def binomial(self, n, p, size: Size = None, key: Any = None, dtype: Any = None,
                  check_valid: bool = True):
@@ -85,21 +86,24 @@ class DiscreteSamplers(SamplerMixin):
         if check_valid:
             check((jnp.asarray(p) < 0) | (jnp.asarray(p) > 1) | (jnp.asarray(n) < 0),
                   f"binomial: need n >= 0 and p in [0, 1], got {n} and {p}.")
-        r = jr.binomial(self._next_key(key), n, p, out_shape(size, n, p), float_dtype(None))
+        sample_shape = out_shape(size, n, p)
+        r = jr.binomial(self._next_key(key), n, p, sample_shape, float_dtype(None))
         return r.astype(int_dtype(dtype))
 
     def poisson(self, lam=1.0, size: Size = None, key: Any = None, dtype: Any = None):
         """Poisson counts with rate ``lam``."""
         lam = unitless("poisson", "lam", lam)
         check(jnp.asarray(lam) < 0, f"poisson: lam must be non-negative, got {lam}.")
-        return jr.poisson(self._next_key(key), lam, out_shape(size, lam), int_dtype(dtype))
+        sample_shape = out_shape(size, lam)
+        return jr.poisson(self._next_key(key), lam, sample_shape, int_dtype(dtype))
 
     def geometric(self, p, size: Size = None, key: Any = None, dtype: Any = None):
         """Trials up to and including the first success (``1, 2, ...``), success probability ``p``."""
         p = unitless("geometric", "p", p)
         check(~((jnp.asarray(p) > 0) & (jnp.asarray(p) <= 1)),
               f"geometric: p must be in (0, 1], got {p}.")
-        return jr.geometric(self._next_key(key), p, out_shape(size, p), int_dtype(dtype))
+        sample_shape = out_shape(size, p)
+        return jr.geometric(self._next_key(key), p, sample_shape, int_dtype(dtype))
 
     def negative_binomial(self, n, p, size: Size = None, key: Any = None, dtype: Any = None):
         """Failures before the ``n``-th success (``n > 0`` may be real), success probability ``p``."""

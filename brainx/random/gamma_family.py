@@ -55,18 +55,21 @@ class GammaFamilySamplers(SamplerMixin):
     def standard_gamma(self, shape, size: Size = None, key: Any = None, dtype: Any = None):
         """Gamma samples with shape ``shape`` and scale 1."""
         shape = unitless("standard_gamma", "shape", shape)
-        return jr.gamma(self._next_key(key), shape, out_shape(size, shape), float_dtype(dtype))
+        sample_shape = out_shape(size, shape)
+        return jr.gamma(self._next_key(key), shape, sample_shape, float_dtype(dtype))
 
     def loggamma(self, a, size: Size = None, key: Any = None, dtype: Any = None):
         """Logarithms of gamma samples with shape ``a`` (``scipy.stats.loggamma``), accurate
         also for small ``a``, where the gamma sample itself underflows."""
         a = unitless("loggamma", "a", a)
-        return jr.loggamma(self._next_key(key), a, out_shape(size, a), float_dtype(dtype))
+        sample_shape = out_shape(size, a)
+        return jr.loggamma(self._next_key(key), a, sample_shape, float_dtype(dtype))
 
     def beta(self, a, b, size: Size = None, key: Any = None, dtype: Any = None):
         """Beta samples with parameters ``a`` and ``b``, on ``[0, 1]``."""
         a, b = unitless("beta", "a", a), unitless("beta", "b", b)
-        return jr.beta(self._next_key(key), a, b, out_shape(size, a, b), float_dtype(dtype))
+        sample_shape = out_shape(size, a, b)
+        return jr.beta(self._next_key(key), a, b, sample_shape, float_dtype(dtype))
 
     def chisquare(self, df, size: Size = None, key: Any = None, dtype: Any = None,
                   check_valid: bool = True):
@@ -74,7 +77,8 @@ class GammaFamilySamplers(SamplerMixin):
         df = unitless("chisquare", "df", df)
         if check_valid:
             check(~(jnp.asarray(df) > 0), f"chisquare: df must be positive, got {df}.")
-        return jr.chisquare(self._next_key(key), df, out_shape(size, df), float_dtype(dtype))
+        sample_shape = out_shape(size, df)
+        return jr.chisquare(self._next_key(key), df, sample_shape, float_dtype(dtype))
 
     def noncentral_chisquare(self, df, nonc, size: Size = None, key: Any = None,
                              dtype: Any = None):
@@ -114,7 +118,8 @@ class GammaFamilySamplers(SamplerMixin):
         """Student's t samples with ``df`` (> 0, real) degrees of freedom."""
         df = unitless("standard_t", "df", df)
         check(~(jnp.asarray(df) > 0), f"standard_t: df must be positive, got {df}.")
-        return jr.t(self._next_key(key), df, out_shape(size, df), float_dtype(dtype))
+        sample_shape = out_shape(size, df)
+        return jr.t(self._next_key(key), df, sample_shape, float_dtype(dtype))
 
     def t(self, df, size: Size = None, key: Any = None, dtype: Any = None):
         """Student's t samples with ``df`` degrees of freedom (``standard_t``)."""

@@ -10,8 +10,9 @@ its unit) and :func:`with_unit` gives the sample that unit back. Shape
 parameters (probabilities, degrees of freedom, counts) must be dimensionless:
 :func:`unitless` strips a dimensionless Quantity and refuses any other.
 
-Parameter values are checked with :func:`check` before the key is split, so an
-invalid call raises and leaves the generator as it was. Under a trace the values
+Parameter values are checked with :func:`check`, and the sample shape is found
+with :func:`out_shape`, before the key is split, so an invalid call raises and
+leaves the generator as it was. Under a trace the values
 are unknown and the check is skipped, as numpy cannot check them either.
 """
 

@@ -169,7 +169,8 @@ class RandomState(State, Samplers):
         return keys[1] if n is None else keys[1:]
 
     def split_keys(self, n: int, backup: bool = False) -> Any:
-        """``split_key(n)``: ``n`` new keys."""
+        """``split_key(n)``: ``n`` new keys (``n`` is required)."""
+        _check_count(self, "split_keys", n)
         return self.split_key(n, backup=backup)
 
     def self_assign_multi_keys(self, n: int, backup: bool = True) -> None:
