@@ -8,6 +8,7 @@
 - A seed or key that is neither raises ``TypeError``; a non-integer key count raises
   an error that is both a ``TypeError`` and a ``ValueError``.
 - Threads splitting one shared generator eagerly never get the same key.
+- An integer seed gives a constant key, also inside a raw ``jax.jit``.
 - Eager sampler calls reuse compiled code: a second call with the same shapes
   compiles nothing.
 """
@@ -206,6 +207,12 @@ def test_threads_splitting_one_generator_never_get_the_same_key():
     for t in threads:
         t.join()
     assert len(keys) == 80 and len(set(keys)) == 80
+
+
+def test_a_generator_made_inside_a_raw_jit_draws_with_a_given_key():
+    # an integer seed gives a constant key, so the state holds no tracer
+    draw = jax.jit(lambda k: br.RandomState(0).normal(size=2, key=k))
+    np.testing.assert_array_equal(draw(jr.PRNGKey(1)), jr.normal(jr.PRNGKey(1), (2,)))
 
 
 # Samplers brainx builds itself (or whose jax function is not compiled): an eager call

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
-
 import threading
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -60,7 +59,9 @@ def as_key(seed_or_key: Any, what: str = "seed_or_key") -> Any:
     if isinstance(seed_or_key, (bool, np.bool_)):
         raise TypeError(f"{what} must be an integer seed or a JAX PRNG key, got {seed_or_key!r}.")
     if isinstance(seed_or_key, (int, np.integer)):
-        return jr.PRNGKey(seed_or_key)
+        # a constant seed gives a constant key, also while a raw jax.jit traces
+        with jax.ensure_compile_time_eval():
+            return jr.PRNGKey(seed_or_key)
     dtype = getattr(seed_or_key, "dtype", None)
     shape = np.shape(seed_or_key)
     if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
