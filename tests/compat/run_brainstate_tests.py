@@ -80,7 +80,8 @@ class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """
 
     def find_spec(self, name, path=None, target=None):
-        if name.startswith("brainstate.") and name.rsplit(".", 1)[1].startswith("_"):
+        # ("brainx." too: `from brainstate.graph import _walk` asks for brainx.graph._walk)
+        if name.startswith(("brainstate.", "brainx.")) and name.rsplit(".", 1)[1].startswith("_"):
             return importlib.util.spec_from_loader(name, self)
         return None
 
