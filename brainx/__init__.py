@@ -18,6 +18,13 @@ from brainx.state import (
     ParamState, ShortTermState, State, StateCatcher, StateTraceStack, catch_new_states,
     check_state_value_tree, maybe_state,
 )
+from brainx.state import (  # state hooks
+    GlobalHookRegistry, Hook, HookCancellationError, HookConfig, HookContext, HookError,
+    HookExecutionError, HookHandle, HookManager, HookRegistrationError, HookWarning,
+    InitHookContext, MutableWriteHookContext, ReadHookContext, RestoreHookContext,
+    WriteHookContext, clear_state_hooks, has_state_hooks, list_state_hooks, register_state_hook,
+    unregister_state_hook,
+)
 
 __version__ = "0.1.0"
 
@@ -28,4 +35,10 @@ __all__ = [
     "environ", "nn", "optim", "io", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "check_state_value_tree", "maybe_state", "TraceContextError", "BrainStateError",
     "graph", "util", "distributed",
+    # state hooks
+    "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
+    "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",
+    "GlobalHookRegistry", "HookError", "HookExecutionError", "HookRegistrationError",
+    "HookCancellationError", "HookWarning", "register_state_hook", "unregister_state_hook",
+    "clear_state_hooks", "has_state_hooks", "list_state_hooks",
 ]

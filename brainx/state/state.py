@@ -11,7 +11,12 @@ import numpy as np
 from jax.core import Tracer
 
 from brainx.errors import ExpiredStateError, StateTypeError, TracerLeakError
-from brainx.state.trace import _THREAD, _notify_created
+from brainx.state.hook_manager import watch_hook_activity
+from brainx.state.hookable import (
+    HookableState, fire_init, fire_read, fire_restore, fire_write_after, fire_write_before,
+    has_hooks_for,
+)
+from brainx.state.trace import _THREAD, _notify_created, visible_value
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
@@ -26,6 +31,18 @@ __all__ = [
 # marks that entry stale by itself: see `transform.jit`.)
 _EPOCH = [0]
 _MISSING = object()
+
+# True while any hook is registered, on any state or globally. ``State.value``
+# tests it and nothing else about hooks: a program with no hook pays one test.
+_HOOKED = False
+
+
+def _hooks_changed(active: bool) -> None:
+    global _HOOKED
+    _HOOKED = active
+
+
+watch_hook_activity(_hooks_changed)
 
 
 def structure_epoch() -> int:
@@ -52,13 +69,15 @@ class _Expired:
         self.where = where
 
 
-class State:
+class State(HookableState):
     """A mutable value that the stateful transforms thread through JAX.
 
     ``State.value`` may hold any pytree of arrays, brainunit Quantities
     included. Reads and writes inside a transform are recorded, so the
     transform can turn the state into an explicit input and output of the
     pure function it hands to JAX, and write the new value back afterwards.
+    Hooks (``register_hook``, :func:`~brainx.register_state_hook`) run on reads,
+    writes, restores and creation: see ``docs/state-hooks.md``.
 
     Parameters
     ----------
@@ -96,23 +115,33 @@ class State:
             self.__dict__.update(metadata)
         self._level = _THREAD.depth
         self._source = _source_info()
-        if _notify_created(self):  # outside every transform
+        if self._level == 0:  # outside every transform
             check_no_tracer(self, value)
+        if _HOOKED:
+            fire_init(self, value, {"name": name, "tag": self.tag, **metadata})
+        _notify_created(self)
 
     @property
     def value(self) -> Any:
         """The current value; inside a transform, the value the trace sees (recorded as a read)."""
         frames = _THREAD.frames
         if frames:
-            return frames[-1].read_value(self)
-        value = self._value
-        if type(value) is _Expired:
-            self._raise_expired(value)
+            value = frames[-1].read_value(self)
+        else:
+            value = self._value
+            if type(value) is _Expired:
+                self._raise_expired(value)
+        if _HOOKED:
+            fire_read(self, value)
         return value
 
     @value.setter
     def value(self, value: Any) -> None:
+        if _HOOKED:
+            self._write_with_hooks(value)
+            return
         _check_not_state(value, self)
+        # the same as _store(value), inlined: this is the path of every write
         if _CHECKS.tree:
             _check_same_tree(self, value)
         frames = _THREAD.frames
@@ -122,16 +151,80 @@ class State:
         check_no_tracer(self, value)
         self._value = value
 
+    def _store(self, value: Any) -> None:
+        """Write ``value`` (checked not to be a State) as the setter does with no hook."""
+        if _CHECKS.tree:
+            _check_same_tree(self, value)
+        frames = _THREAD.frames
+        if frames:
+            frames[-1].write_value(self, value)
+            return
+        check_no_tracer(self, value)
+        self._value = value
+
+    def _write_with_hooks(self, value: Any) -> None:
+        """The setter while hooks exist: ``write_before``, the write, ``write_after``.
+
+        A cancelling or raising ``write_before`` hook leaves the state as it
+        was; a raising ``write_after`` hook puts the old value back.
+        """
+        _check_not_state(value, self)
+        if not has_hooks_for(self, "write_before", "write_after"):
+            self._store(value)
+            return
+        old, put_back = self._value_before()
+        value = fire_write_before(self, value, old)
+        _check_not_state(value, self)
+        self._store(value)
+        try:
+            fire_write_after(self, value, old)
+        except BaseException:
+            self._put_back_raw(put_back)
+            raise
+
+    def _value_before(self) -> Tuple[Any, Any]:
+        """``(value seen here, what to put back)`` before a hooked write or restore."""
+        frames = _THREAD.frames
+        if not frames:
+            raw = self._value
+            return (None if type(raw) is _Expired else raw), raw
+        try:
+            value = visible_value(frames[-1], self)  # inside a transform: of its trace
+        except ExpiredStateError:
+            return None, _MISSING
+        return value, value
+
+    def _put_back_raw(self, value: Any) -> None:
+        if value is _MISSING:
+            return
+        frames = _THREAD.frames
+        if frames:
+            frames[-1]._put_back(self, value)
+        else:
+            self._value = value
+
     # -- brainstate's State API -------------------------------------------------
     def restore_value(self, value: Any) -> None:
-        """Set the value without recording a write (to put back a value read earlier)."""
+        """Set the value without recording a write (to put back a value read earlier).
+
+        Runs the ``restore`` hooks, not the write hooks.
+        """
         _check_not_state(value, self)
+        hooked = _HOOKED and has_hooks_for(self, "restore")
+        if hooked:
+            old, put_back = self._value_before()
         frames = _THREAD.frames
         if frames:
             frames[-1]._put_back(self, value)
         else:
             check_no_tracer(self, value)
             self._value = value
+        if hooked:
+            try:
+                fire_restore(self, value, old)
+            except BaseException:
+                self._put_back_raw(put_back)
+                raise
 
     def value_call(self, func: Callable[[Any], Any]) -> Any:
         """``func`` applied to every leaf of the value."""

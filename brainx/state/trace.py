@@ -61,6 +61,21 @@ def inside_transform() -> bool:
     return _THREAD.depth > 0
 
 
+def visible_value(scope: "StateTraceStack", state) -> Any:
+    """The value of ``state`` seen in ``scope``, recorded as read only where it must be.
+
+    Inside a transform a state not read yet is lifted into the trace (a read
+    of that transform scope: the trace needs it as an input); recording scopes
+    in between do not record a read. Hooks use it for ``old_value``.
+    """
+    while scope is not None:
+        if scope.is_transform:
+            value = scope.overlay.get(state, _MISSING)
+            return scope.read_value(state) if value is _MISSING else value
+        scope = scope._parent
+    return state._checked_value()
+
+
 def _real_value(state) -> Any:
     """The value outside every scope, refusing an expired one."""
     return state._checked_value()
