@@ -55,6 +55,13 @@ class HookableState:
     def _hooks_manager(self) -> HookManager:
         return self.hooks
 
+    @_hooks_manager.setter
+    def _hooks_manager(self, manager: HookManager) -> None:
+        """Give the state another manager (brainstate's way to set a :class:`HookConfig`)."""
+        if not isinstance(manager, HookManager):
+            raise TypeError(f"{self!r}._hooks_manager must be a HookManager, got {manager!r}.")
+        self.__dict__[_KEY] = manager
+
     def register_hook(self, hook_type: HookType, callback: Callable[[HookContext], Any],
                       priority: int = 0, name: Optional[str] = None,
                       enabled: bool = True) -> HookHandle:

@@ -172,8 +172,8 @@ class RestoreHookContext(WriteHookContext):
 class InitHookContext(HookContext):
     """The context of an ``init`` hook: the initial ``value`` and the ``init_metadata``.
 
-    ``init_metadata`` holds ``name``, ``tag`` and the other keyword arguments
-    the state was created with.
+    ``init_metadata`` holds ``name`` (also as ``_name``, brainstate's key), ``tag``
+    and the other keyword arguments the state was created with.
     """
 
     value: Any = None

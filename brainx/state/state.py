@@ -118,7 +118,7 @@ class State(HookableState):
         if self._level == 0:  # outside every transform
             check_no_tracer(self, value)
         if _HOOKED:
-            fire_init(self, value, {"name": name, "tag": self.tag, **metadata})
+            fire_init(self, value, {"name": name, "_name": name, "tag": self.tag, **metadata})
         _notify_created(self)
 
     @property
