@@ -162,34 +162,38 @@ def has_hooks_for(state: Any, *hook_types: str) -> bool:
     return any(_managers(state, t) for t in hook_types)
 
 
-@contextlib.contextmanager
-def _firing(state: Any) -> Iterator[None]:
-    busy = _FIRING.states
-    busy.add(id(state))
-    try:
-        yield
-    finally:
-        busy.discard(id(state))
+def _enter(state: Any) -> "weakref.ref":
+    """Mark ``state``'s hooks as running in this thread; the weak reference for the contexts."""
+    _FIRING.states.add(id(state))
+    return weakref.ref(state)
+
+
+def _leave(state: Any) -> None:
+    _FIRING.states.discard(id(state))
 
 
 def fire_read(state: Any, value: Any) -> None:
     """Run the ``read`` hooks of ``state`` (global first)."""
     managers = _managers(state, "read")
     if managers:
-        ref = weakref.ref(state)
-        with _firing(state):
+        ref = _enter(state)
+        try:
             for manager in managers:
                 manager.execute_read_hooks(value, ref)
+        finally:
+            _leave(state)
 
 
 def fire_write_before(state: Any, value: Any, old_value: Any) -> Any:
     """Run the ``write_before`` hooks, chained (global first); the value to write."""
     managers = _managers(state, "write_before")
     if managers:
-        ref = weakref.ref(state)
-        with _firing(state):
+        ref = _enter(state)
+        try:
             for manager in managers:
                 value = manager.execute_write_before_hooks(value, old_value, ref)
+        finally:
+            _leave(state)
     return value
 
 
@@ -197,27 +201,33 @@ def fire_write_after(state: Any, value: Any, old_value: Any) -> None:
     """Run the ``write_after`` hooks (global first)."""
     managers = _managers(state, "write_after")
     if managers:
-        ref = weakref.ref(state)
-        with _firing(state):
+        ref = _enter(state)
+        try:
             for manager in managers:
                 manager.execute_write_after_hooks(value, old_value, ref)
+        finally:
+            _leave(state)
 
 
 def fire_restore(state: Any, value: Any, old_value: Any) -> None:
     """Run the ``restore`` hooks (global first)."""
     managers = _managers(state, "restore")
     if managers:
-        ref = weakref.ref(state)
-        with _firing(state):
+        ref = _enter(state)
+        try:
             for manager in managers:
                 manager.execute_restore_hooks(value, old_value, ref)
+        finally:
+            _leave(state)
 
 
 def fire_init(state: Any, value: Any, metadata: Dict[str, Any]) -> None:
     """Run the global ``init`` hooks (a new state has none of its own yet)."""
     managers = _managers(state, "init")
     if managers:
-        ref = weakref.ref(state)
-        with _firing(state):
+        ref = _enter(state)
+        try:
             for manager in managers:
                 manager.execute_init_hooks(value, ref, metadata)
+        finally:
+            _leave(state)

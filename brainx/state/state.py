@@ -124,15 +124,14 @@ class State(HookableState):
     @property
     def value(self) -> Any:
         """The current value; inside a transform, the value the trace sees (recorded as a read)."""
-        frames = _THREAD.frames
-        if frames:
-            value = frames[-1].read_value(self)
-        else:
-            value = self._value
-            if type(value) is _Expired:
-                self._raise_expired(value)
         if _HOOKED:
-            fire_read(self, value)
+            return self._read_with_hooks()
+        frames = _THREAD.frames  # the same as in _read_with_hooks: the path of every read
+        if frames:
+            return frames[-1].read_value(self)
+        value = self._value
+        if type(value) is _Expired:
+            self._raise_expired(value)
         return value
 
     @value.setter
@@ -150,6 +149,18 @@ class State(HookableState):
             return
         check_no_tracer(self, value)
         self._value = value
+
+    def _read_with_hooks(self) -> Any:
+        """The getter while hooks exist: the read, then the ``read`` hooks."""
+        frames = _THREAD.frames
+        if frames:
+            value = frames[-1].read_value(self)
+        else:
+            value = self._value
+            if type(value) is _Expired:
+                self._raise_expired(value)
+        fire_read(self, value)
+        return value
 
     def _store(self, value: Any) -> None:
         """Write ``value`` (checked not to be a State) as the setter does with no hook."""
