@@ -18,6 +18,8 @@ from brainx.state import (
     ParamState, ShortTermState, State, StateCatcher, StateTraceStack, catch_new_states,
     check_state_value_tree, maybe_state,
 )
+from brainx.graph.treefy import TreefyState  # noqa: E402  (brainstate's top-level name)
+from brainx.state import FakeState, check_state_jax_tracer  # noqa: E402
 from brainx.state import (  # state hooks
     GlobalHookRegistry, Hook, HookCancellationError, HookConfig, HookContext, HookError,
     HookExecutionError, HookHandle, HookManager, HookRegistrationError, HookWarning,
@@ -34,7 +36,7 @@ __all__ = [
     "TracerLeakError", "ExpiredStateError", "StateTypeError", "random", "BatchAxisError",
     "environ", "nn", "optim", "io", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "check_state_value_tree", "maybe_state", "TraceContextError", "BrainStateError",
-    "graph", "util", "distributed",
+    "graph", "util", "distributed", "TreefyState", "FakeState", "check_state_jax_tracer",
     # state hooks
     "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
     "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",

@@ -20,7 +20,8 @@ from brainx.state.trace import _THREAD, _notify_created, visible_value
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
-    "DelayState", "maybe_state", "check_state_value_tree",
+    "DelayState", "NonBatchState", "StateMetadata", "maybe_state", "check_state_value_tree",
+    "check_state_jax_tracer",
     "structure_epoch", "structure_changed",
 ]
 
@@ -105,6 +106,9 @@ class State(HookableState):
     __slots__ = ("_value", "name", "__weakref__", "__dict__")
 
     def __init__(self, value: Any, name: Optional[str] = None, **metadata: Any):
+        if isinstance(value, StateMetadata):
+            metadata = {**value.metadata, **metadata}
+            value = value.raw_value
         if isinstance(value, State):
             value = value.value
         self._value = value
@@ -218,9 +222,11 @@ class State(HookableState):
     def restore_value(self, value: Any) -> None:
         """Set the value without recording a write (to put back a value read earlier).
 
-        Runs the ``restore`` hooks, not the write hooks.
+        The value must have the tree structure of the current one (as in
+        brainstate); runs the ``restore`` hooks, not the write hooks.
         """
         _check_not_state(value, self)
+        _check_same_structure(self, value)
         hooked = _HOOKED and has_hooks_for(self, "restore")
         if hooked:
             old, put_back = self._value_before()
@@ -253,6 +259,18 @@ class State(HookableState):
     def stack_level(self) -> int:
         """How many transforms were tracing (in this thread) when the state was created."""
         return self._level
+
+    @stack_level.setter
+    def stack_level(self, level: int) -> None:
+        self._level = level
+
+    def increase_stack_level(self) -> None:
+        """One more level (brainstate's bookkeeping; brainx's transforms do not need it)."""
+        self._level += 1
+
+    def decrease_stack_level(self) -> None:
+        """One level less, never below 0."""
+        self._level = max(self._level - 1, 0)
 
     @property
     def source_info(self) -> Any:
@@ -290,9 +308,10 @@ class State(HookableState):
             return value.replace(**metadata) if metadata else value
         new = self.copy()
         if value is not _MISSING:
-            new.restore_value(value)
+            _check_not_state(value, new)
+            new._put_back_raw(value)  # any structure: a new state, not a restore
         for k, v in metadata.items():
-            setattr(new, k, v)
+            setattr(new, "name" if k == "_name" else k, v)  # `_name`: brainstate's key
         return new
 
     def _assign_checked(self, value: Any) -> None:
@@ -321,6 +340,8 @@ class State(HookableState):
     def __repr__(self) -> str:
         fields = [] if self.name is None else [f"name={self.name!r}"]
         fields.append(describe_value(self._value))
+        if self.tag:
+            fields.append(f"tag={sorted(self.tag)}")
         return f"{type(self).__name__}({', '.join(fields)})"
 
 
@@ -365,6 +386,10 @@ class HiddenState(ShortTermState):
 
 class DelayState(ShortTermState):
     """A state holding a delay buffer."""
+
+
+class NonBatchState(ShortTermState):
+    """A short-term state that has no batch axis (``vmap`` leaves it unbatched when told so)."""
 
 
 class BatchState(LongTermState):
@@ -477,6 +502,52 @@ def _check_same_tree(state: State, value: Any) -> None:
             f"{state!r} was written with a value of another structure or shape "
             f"({describe_value(value)}) inside check_state_value_tree(). Write a value of the "
             "same tree and shapes, or leave the check off.")
+
+
+def _check_same_structure(state: State, value: Any) -> None:
+    old = state._value if not _THREAD.frames else _THREAD.frames[-1]._peek_value(state)
+    if old is None or type(old) is _Expired:
+        return
+    old_tree, new_tree = jax.tree.structure(old), jax.tree.structure(value)
+    if old_tree != new_tree:
+        raise StateTypeError(
+            f"{state!r}.restore_value was given a value of another tree structure ({new_tree}, "
+            f"not {old_tree}). restore_value puts back a value of the state; to give the state "
+            "a value of a new structure, assign it: `state.value = new`.")
+
+
+@contextlib.contextmanager
+def check_state_jax_tracer(val: bool = True) -> Iterator[None]:
+    """Brainstate's switch for refusing JAX tracers written outside a transform.
+
+    brainx always refuses them (:class:`~brainx.TracerLeakError`), so this
+    block changes nothing; it is here for programs written for brainstate.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> with brainx.check_state_jax_tracer():
+    ...     s = brainx.State(1.0)
+    """
+    yield
+
+
+class StateMetadata:
+    """A value with metadata: ``State(StateMetadata(value, {"unit": "mV"}))`` keeps both.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> s = brainx.State(brainx.state.StateMetadata(0.5, {"unit": "mV"}))
+    >>> s.value, s.unit
+    (0.5, 'mV')
+    """
+
+    __slots__ = ("raw_value", "metadata")
+
+    def __init__(self, raw_value: Any, metadata: Optional[dict] = None):
+        self.raw_value = raw_value
+        self.metadata = dict(metadata or {})
 
 
 def maybe_state(value: Any) -> Any:

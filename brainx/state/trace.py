@@ -232,6 +232,23 @@ class StateTraceStack:
         for state, value in self._original.items():
             self._put_back(state, value)
 
+    def assign_state_vals(self, state_vals) -> None:
+        """Give each of :attr:`states` a value: written states by a write, the others by a restore."""
+        self.assign_state_vals_v2(state_vals, state_vals)
+
+    def assign_state_vals_v2(self, read_state_vals, write_state_vals) -> None:
+        """Write ``write_state_vals`` into the written states, restore ``read_state_vals`` into the rest."""
+        states = tuple(self._touched)
+        if not len(read_state_vals) == len(write_state_vals) == len(states):
+            raise ValueError(f"{self!r} recorded {len(states)} states; got {len(read_state_vals)} "
+                             f"read and {len(write_state_vals)} written values. Pass one value "
+                             "per state of `trace.states`, in that order.")
+        for state, read, written in zip(states, read_state_vals, write_state_vals):
+            if state in self._written:
+                state.value = written
+            else:
+                state.restore_value(read)
+
     def state_subset(self, state_type: type) -> List[Any]:
         """The touched states that are instances of ``state_type``."""
         return [s for s in self._touched if isinstance(s, state_type)]
