@@ -18,14 +18,16 @@ from brainx.state.state import (
     State, StateMetadata, check_state_jax_tracer, check_state_value_tree, maybe_state,
     structure_changed, structure_epoch,
 )
-from brainx.state.trace import StateCatcher, StateTraceStack, active_traces, catch_new_states
+from brainx.state.trace import (
+    NewStateCatcher, StateCatcher, StateTraceStack, active_traces, catch_new_states,
+)
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
     "StateTraceStack", "StateCatcher", "catch_new_states", "active_traces",
     "structure_epoch", "structure_changed", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "maybe_state", "check_state_value_tree", "TraceContextError", "NonBatchState",
-    "StateMetadata", "check_state_jax_tracer", "FakeState",
+    "StateMetadata", "check_state_jax_tracer", "FakeState", "NewStateCatcher",
     # state hooks
     "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
     "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",

@@ -17,6 +17,7 @@ from brainx.state.hookable import (
     has_hooks_for,
 )
 from brainx.state.trace import _THREAD, _notify_created, visible_value
+from brainx.state.values import _ARRAY_TYPES, _Expired, describe_value
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
@@ -59,15 +60,6 @@ def structure_changed() -> None:
     that a compiled function reads (or call the function's ``clear_cache()``).
     """
     _EPOCH[0] += 1
-
-
-class _Expired:
-    """Stands in for the value of a state whose tracer died with its transform."""
-
-    __slots__ = ("where",)
-
-    def __init__(self, where: Optional[str]):
-        self.where = where
 
 
 class State(HookableState):
@@ -371,7 +363,15 @@ class ParamState(LongTermState):
 
 
 class HiddenState(ShortTermState):
-    """A model's dynamical variable (membrane potential, synaptic current, ...)."""
+    """A model's dynamical variable (membrane potential, synaptic current, ...).
+
+    Its value is one array (a JAX or NumPy array, a brainunit Quantity, or a
+    number), not a container.
+    """
+
+    def __init__(self, value: Any, name: Optional[str] = None, **metadata: Any):
+        check_array_value(type(self).__name__, value)
+        super().__init__(value, name, **metadata)
 
     @property
     def varshape(self) -> Tuple[int, ...]:
@@ -394,6 +394,17 @@ class NonBatchState(ShortTermState):
 
 class BatchState(LongTermState):
     """A state holding batch-specific data."""
+
+
+def check_array_value(kind: str, value: Any, what: str = "its value") -> None:
+    """Refuse a value that is not one array (a container, a string, ...) for ``kind``."""
+    if isinstance(value, State):
+        value = value.value
+    if not isinstance(value, _ARRAY_TYPES):
+        raise TypeError(f"{kind}: {what} must be one array (a jax.Array, numpy.ndarray, "
+                        f"brainunit Quantity or a number), got {type(value).__name__}. Stack "
+                        "several variables into an array, or use HiddenTreeState for a "
+                        "dictionary of them.")
 
 
 def _check_not_state(value: Any, target: Optional[State]) -> None:
@@ -421,44 +432,6 @@ def check_no_tracer(state: State, value: Any) -> None:
 def expire_if_traced(state: State, where: Optional[str]) -> None:
     if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(state._value)):
         state._value = _Expired(where)
-
-
-def describe_value(value: Any) -> str:
-    """``shape=(3,), dtype=float32`` for one array; a tree of ``f32[3]`` otherwise."""
-    if type(value) is _Expired:
-        return f"<expired: created inside {value.where or 'a transform'}>"
-    leaves, treedef = jax.tree.flatten(value)
-    if treedef.num_leaves == 1 and treedef.num_nodes == 1:
-        return _describe_array(value)
-    unit = _unit_of(value)
-    if unit is not None and len(leaves) == 1:
-        return f"{_describe_array(leaves[0])}, unit={unit}"
-    short = jax.tree.map(_short_array, value)
-    return f"value={short}"
-
-
-def _describe_array(x: Any) -> str:
-    shape, dtype = np.shape(x), getattr(x, "dtype", None)
-    if dtype is None:
-        return f"value={x!r}"
-    return f"shape={tuple(shape)}, dtype={np.dtype(dtype).name}"
-
-
-def _short_array(x: Any) -> str:
-    dtype = getattr(x, "dtype", None)
-    if dtype is None:
-        return repr(x)
-    return f"{np.dtype(dtype).name}{list(np.shape(x))}"
-
-
-def _unit_of(value: Any):
-    try:
-        import brainunit as u
-    except ImportError:  # pragma: no cover - brainunit is a dependency
-        return None
-    if isinstance(value, u.Quantity):
-        return value.unit
-    return None
 
 
 class _Checks(threading.local):

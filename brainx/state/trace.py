@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from brainx.errors import BrainxError
 
-__all__ = ["StateTraceStack", "TransformScope", "catch_new_states", "StateCatcher",
+__all__ = ["StateTraceStack", "TransformScope", "catch_new_states", "StateCatcher", "NewStateCatcher",
            "active_traces", "inside_transform"]
 
 _MISSING = object()
@@ -426,6 +426,16 @@ class StateCatcher:
     def get_state_values(self) -> List[Any]:
         return [s.value for s in self._states]
 
+    @property
+    def values(self) -> List[Any]:
+        """The caught states' values."""
+        return self.get_state_values()
+
+    def decrease_stack_level(self) -> None:
+        """Lower every caught state's :attr:`~brainx.State.stack_level` by one (not below 0)."""
+        for state in self._states:
+            state.decrease_stack_level()
+
     def __len__(self) -> int:
         return len(self._states)
 
@@ -438,6 +448,27 @@ class StateCatcher:
 
     def __exit__(self, *exc) -> None:
         _THREAD.catchers.remove(self)
+
+
+class NewStateCatcher(StateCatcher):
+    """Brainstate's catcher: :class:`StateCatcher` whose ``get_states()`` is a list.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> from brainx.state import NewStateCatcher
+    >>> catcher = NewStateCatcher(state_tag="new")
+    >>> s = brainx.State(1.0)
+    >>> catcher.append(s)
+    >>> catcher.get_states() == [s], s.tag
+    (True, {'new'})
+    """
+
+    def __init__(self, state_tag: Optional[str] = None, state_to_exclude: Any = None):
+        super().__init__(state_tag, state_to_exclude)
+
+    def get_states(self) -> List[Any]:  # type: ignore[override]
+        return list(self._states)
 
 
 def _excluded(spec: Any, state) -> bool:
