@@ -30,7 +30,17 @@ class _Expired:
 
 
 def describe_value(value: Any) -> str:
-    """``shape=(3,), dtype=float32`` for one array; a tree of ``f32[3]`` otherwise."""
+    """``shape=(3,), dtype=float32`` for one array; a tree of ``float32[3]`` otherwise.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from brainx.state.values import describe_value
+    >>> describe_value(jnp.zeros((2, 3)))
+    'shape=(2, 3), dtype=float32'
+    >>> describe_value({"w": jnp.zeros(2)})
+    "value={'w': 'float32[2]'}"
+    """
     if type(value) is _Expired:
         return f"<expired: created inside {value.where or 'a transform'}>"
     leaves, treedef = jax.tree.flatten(value)
