@@ -18,6 +18,15 @@ from brainx.state import (
     ParamState, ShortTermState, State, StateCatcher, StateTraceStack, catch_new_states,
     check_state_value_tree, maybe_state,
 )
+from brainx.graph.treefy import TreefyState  # noqa: E402  (brainstate's top-level name)
+from brainx.state import FakeState, check_state_jax_tracer  # noqa: E402
+from brainx.state import (  # state hooks
+    GlobalHookRegistry, Hook, HookCancellationError, HookConfig, HookContext, HookError,
+    HookExecutionError, HookHandle, HookManager, HookRegistrationError, HookWarning,
+    InitHookContext, MutableWriteHookContext, ReadHookContext, RestoreHookContext,
+    WriteHookContext, clear_state_hooks, has_state_hooks, list_state_hooks, register_state_hook,
+    unregister_state_hook,
+)
 
 __version__ = "0.1.0"
 
@@ -27,5 +36,11 @@ __all__ = [
     "TracerLeakError", "ExpiredStateError", "StateTypeError", "random", "BatchAxisError",
     "environ", "nn", "optim", "io", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "check_state_value_tree", "maybe_state", "TraceContextError", "BrainStateError",
-    "graph", "util", "distributed",
+    "graph", "util", "distributed", "TreefyState", "FakeState", "check_state_jax_tracer",
+    # state hooks
+    "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
+    "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",
+    "GlobalHookRegistry", "HookError", "HookExecutionError", "HookRegistrationError",
+    "HookCancellationError", "HookWarning", "register_state_hook", "unregister_state_hook",
+    "clear_state_hooks", "has_state_hooks", "list_state_hooks",
 ]

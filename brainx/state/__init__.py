@@ -1,16 +1,37 @@
 """States and the state trace."""
 
 from brainx.errors import TraceContextError
-from brainx.state.groups import HiddenGroupState, HiddenTreeState
-from brainx.state.state import (
-    BatchState, DelayState, HiddenState, LongTermState, ParamState, ShortTermState, State,
-    check_state_value_tree, maybe_state, structure_changed, structure_epoch,
+from brainx.state.fake import FakeState
+from brainx.state.global_hooks import (
+    GlobalHookRegistry, clear_state_hooks, has_state_hooks, list_state_hooks, register_state_hook,
+    unregister_state_hook,
 )
-from brainx.state.trace import StateCatcher, StateTraceStack, active_traces, catch_new_states
+from brainx.state.groups import HiddenGroupState, HiddenTreeState
+from brainx.state.hook_manager import HookConfig, HookManager
+from brainx.state.hooks import (
+    Hook, HookCancellationError, HookContext, HookError, HookExecutionError, HookHandle,
+    HookRegistrationError, HookWarning, InitHookContext, MutableWriteHookContext,
+    ReadHookContext, RestoreHookContext, WriteHookContext,
+)
+from brainx.state.state import (
+    BatchState, DelayState, HiddenState, LongTermState, NonBatchState, ParamState, ShortTermState,
+    State, StateMetadata, check_state_jax_tracer, check_state_value_tree, maybe_state,
+    structure_changed, structure_epoch,
+)
+from brainx.state.trace import (
+    NewStateCatcher, StateCatcher, StateTraceStack, active_traces, catch_new_states,
+)
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
     "StateTraceStack", "StateCatcher", "catch_new_states", "active_traces",
     "structure_epoch", "structure_changed", "DelayState", "HiddenGroupState", "HiddenTreeState",
-    "maybe_state", "check_state_value_tree", "TraceContextError",
+    "maybe_state", "check_state_value_tree", "TraceContextError", "NonBatchState",
+    "StateMetadata", "check_state_jax_tracer", "FakeState", "NewStateCatcher",
+    # state hooks
+    "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
+    "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",
+    "GlobalHookRegistry", "HookError", "HookExecutionError", "HookRegistrationError",
+    "HookCancellationError", "HookWarning", "register_state_hook", "unregister_state_hook",
+    "clear_state_hooks", "has_state_hooks", "list_state_hooks",
 ]

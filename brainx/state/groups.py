@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from brainx.state.state import HiddenState
+from brainx.state.state import HiddenState, check_array_value
 
 __all__ = ["HiddenGroupState", "HiddenTreeState"]
 
@@ -62,14 +62,21 @@ class HiddenGroupState(HiddenState):
         """How many variables the state holds."""
         return int(np.shape(self.value)[-1])
 
-    def _index(self, item: int | str) -> int:
+    def _index(self, item: int | str, writing: bool = False) -> int:
+        """The position of variable ``item``; in ``set_value`` a bad index is a ValueError."""
         if isinstance(item, str):
             if item not in self.name2index:
-                raise KeyError(f"{self!r} has no variable {item!r}; its variables are "
-                               f"{list(self.name2index)}.")
+                raise KeyError(f"{self!r} has no variable {item!r} (not found among "
+                               f"{list(self.name2index)}); use one of those names or an index.")
             return self.name2index[item]
-        if not isinstance(item, (int, np.integer)) or not -self.num_state <= item < self.num_state:
-            raise IndexError(f"{self!r} has {self.num_state} variables; got index {item!r}.")
+        if not isinstance(item, (int, np.integer)) or isinstance(item, bool):
+            raise TypeError(f"{self!r}: a variable key should be int or str, got {item!r} of "
+                            f"type {type(item).__name__}.")
+        low = 0 if writing else -self.num_state
+        if not low <= item < self.num_state:
+            error = ValueError if writing else IndexError
+            raise error(f"{self!r}: variable index {item} is out of range; it has "
+                        f"{self.num_state} variables (0 to {self.num_state - 1}).")
         return int(item)
 
     def get_value(self, item: int | str) -> Any:
@@ -78,12 +85,27 @@ class HiddenGroupState(HiddenState):
 
     def set_value(self, values: Dict[int | str, Any] | Sequence[Any]) -> None:
         """Write some variables: ``{item: value}``, or a sequence of all of them."""
-        if not isinstance(values, dict):
-            values = dict(enumerate(values))
-        new = self.value
-        for item, v in values.items():
-            new = new.at[..., self._index(item)].set(v)
+        new = jnp.asarray(self.value) if isinstance(self.value, np.ndarray) else self.value
+        for i, v in self._items(values):
+            self._check_shape(i, v)
+            new = new.at[..., i].set(v)
         self.value = new
+
+    def _items(self, values: Any):
+        """``(position, value)`` for each variable ``values`` sets."""
+        if isinstance(values, (list, tuple)):
+            values = dict(enumerate(values))
+        if not isinstance(values, dict):
+            raise TypeError(f"{self!r}.set_value takes a dictionary of hidden states "
+                            f"({{name or index: value}}) or a list of all of them; got "
+                            f"{type(values).__name__}.")
+        return [(self._index(item, writing=True), v) for item, v in values.items()]
+
+    def _check_shape(self, i: int, value: Any) -> None:
+        if tuple(np.shape(value)) != self.varshape:
+            raise ValueError(f"{self!r}.set_value: variable {i} was given shape "
+                             f"{tuple(np.shape(value))}; it must have the shape of the hidden "
+                             f"state, {self.varshape}.")
 
 
 class HiddenTreeState(HiddenGroupState):
@@ -105,7 +127,12 @@ class HiddenTreeState(HiddenGroupState):
     """
 
     def __init__(self, value: Dict[str, Any] | Sequence[Any], **kwargs):
+        if not isinstance(value, (dict, list, tuple)):
+            raise TypeError(f"{type(self).__name__} takes a dictionary/sequence of arrays or "
+                            f"Quantities (one per variable); got {type(value).__name__}.")
         items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+        for key, v in items:
+            check_array_value(type(self).__name__, v, f"variable {key!r}")
         if not items:
             raise ValueError(f"{type(self).__name__} needs at least one variable.")
         shapes = {tuple(np.shape(v)) for _, v in items}
@@ -117,16 +144,24 @@ class HiddenTreeState(HiddenGroupState):
         super().__init__(stacked, **kwargs)
         self.name2index = {str(k): i for i, (k, _) in enumerate(items)}
 
+    @property
+    def name2unit(self) -> Dict[str, Any]:
+        """The unit of each variable, by name."""
+        return {name: self.units[i] for name, i in self.name2index.items()}
+
+    @property
+    def index2unit(self) -> Dict[int, Any]:
+        """The unit of each variable, by index."""
+        return dict(enumerate(self.units))
+
     def get_value(self, item: int | str) -> Any:
         i = self._index(item)
         return u.maybe_decimal(self.value[..., i] * self.units[i])
 
     def set_value(self, values: Dict[int | str, Any] | Sequence[Any]) -> None:
-        if not isinstance(values, dict):
-            values = dict(enumerate(values))
         new = self.value
-        for item, v in values.items():
-            i = self._index(item)
+        for i, v in self._items(values):
+            self._check_shape(i, v)
             new = new.at[..., i].set(u.Quantity(v).to_decimal(self.units[i])
                                      if not self.units[i].is_unitless else u.get_mantissa(v))
         self.value = new

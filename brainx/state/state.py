@@ -11,11 +11,18 @@ import numpy as np
 from jax.core import Tracer
 
 from brainx.errors import ExpiredStateError, StateTypeError, TracerLeakError
-from brainx.state.trace import _THREAD, _notify_created
+from brainx.state.hook_manager import watch_hook_activity
+from brainx.state.hookable import (
+    HookableState, fire_init, fire_read, fire_restore, fire_write_after, fire_write_before,
+    has_hooks_for,
+)
+from brainx.state.trace import _THREAD, _notify_created, visible_value
+from brainx.state.values import _ARRAY_TYPES, _Expired, describe_value
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
-    "DelayState", "maybe_state", "check_state_value_tree",
+    "DelayState", "NonBatchState", "StateMetadata", "maybe_state", "check_state_value_tree",
+    "check_state_jax_tracer",
     "structure_epoch", "structure_changed",
 ]
 
@@ -26,6 +33,18 @@ __all__ = [
 # marks that entry stale by itself: see `transform.jit`.)
 _EPOCH = [0]
 _MISSING = object()
+
+# True while any hook is registered, on any state or globally. ``State.value``
+# tests it and nothing else about hooks: a program with no hook pays one test.
+_HOOKED = False
+
+
+def _hooks_changed(active: bool) -> None:
+    global _HOOKED
+    _HOOKED = active
+
+
+watch_hook_activity(_hooks_changed)
 
 
 def structure_epoch() -> int:
@@ -43,22 +62,15 @@ def structure_changed() -> None:
     _EPOCH[0] += 1
 
 
-class _Expired:
-    """Stands in for the value of a state whose tracer died with its transform."""
-
-    __slots__ = ("where",)
-
-    def __init__(self, where: Optional[str]):
-        self.where = where
-
-
-class State:
+class State(HookableState):
     """A mutable value that the stateful transforms thread through JAX.
 
     ``State.value`` may hold any pytree of arrays, brainunit Quantities
     included. Reads and writes inside a transform are recorded, so the
     transform can turn the state into an explicit input and output of the
     pure function it hands to JAX, and write the new value back afterwards.
+    Hooks (``register_hook``, :func:`~brainx.register_state_hook`) run on reads,
+    writes, restores and creation: see ``docs/state-hooks.md``.
 
     Parameters
     ----------
@@ -86,6 +98,9 @@ class State:
     __slots__ = ("_value", "name", "__weakref__", "__dict__")
 
     def __init__(self, value: Any, name: Optional[str] = None, **metadata: Any):
+        if isinstance(value, StateMetadata):
+            metadata = {**value.metadata, **metadata}
+            value = value.raw_value
         if isinstance(value, State):
             value = value.value
         self._value = value
@@ -96,13 +111,18 @@ class State:
             self.__dict__.update(metadata)
         self._level = _THREAD.depth
         self._source = _source_info()
-        if _notify_created(self):  # outside every transform
+        if self._level == 0:  # outside every transform
             check_no_tracer(self, value)
+        if _HOOKED:
+            fire_init(self, value, {"name": name, "_name": name, "tag": self.tag, **metadata})
+        _notify_created(self)
 
     @property
     def value(self) -> Any:
         """The current value; inside a transform, the value the trace sees (recorded as a read)."""
-        frames = _THREAD.frames
+        if _HOOKED:
+            return self._read_with_hooks()
+        frames = _THREAD.frames  # the same as in _read_with_hooks: the path of every read
         if frames:
             return frames[-1].read_value(self)
         value = self._value
@@ -112,7 +132,11 @@ class State:
 
     @value.setter
     def value(self, value: Any) -> None:
+        if _HOOKED:
+            self._write_with_hooks(value)
+            return
         _check_not_state(value, self)
+        # the same as _store(value), inlined: this is the path of every write
         if _CHECKS.tree:
             _check_same_tree(self, value)
         frames = _THREAD.frames
@@ -122,16 +146,94 @@ class State:
         check_no_tracer(self, value)
         self._value = value
 
+    def _read_with_hooks(self) -> Any:
+        """The getter while hooks exist: the read, then the ``read`` hooks."""
+        frames = _THREAD.frames
+        if frames:
+            value = frames[-1].read_value(self)
+        else:
+            value = self._value
+            if type(value) is _Expired:
+                self._raise_expired(value)
+        fire_read(self, value)
+        return value
+
+    def _store(self, value: Any) -> None:
+        """Write ``value`` (checked not to be a State) as the setter does with no hook."""
+        if _CHECKS.tree:
+            _check_same_tree(self, value)
+        frames = _THREAD.frames
+        if frames:
+            frames[-1].write_value(self, value)
+            return
+        check_no_tracer(self, value)
+        self._value = value
+
+    def _write_with_hooks(self, value: Any) -> None:
+        """The setter while hooks exist: ``write_before``, the write, ``write_after``.
+
+        A cancelling or raising ``write_before`` hook leaves the state as it
+        was; a raising ``write_after`` hook puts the old value back.
+        """
+        _check_not_state(value, self)
+        if not has_hooks_for(self, "write_before", "write_after"):
+            self._store(value)
+            return
+        old, put_back = self._value_before()
+        value = fire_write_before(self, value, old)
+        _check_not_state(value, self)
+        self._store(value)
+        try:
+            fire_write_after(self, value, old)
+        except BaseException:
+            self._put_back_raw(put_back)
+            raise
+
+    def _value_before(self) -> Tuple[Any, Any]:
+        """``(value seen here, what to put back)`` before a hooked write or restore."""
+        frames = _THREAD.frames
+        if not frames:
+            raw = self._value
+            return (None if type(raw) is _Expired else raw), raw
+        try:
+            value = visible_value(frames[-1], self)  # inside a transform: of its trace
+        except ExpiredStateError:
+            return None, _MISSING
+        return value, value
+
+    def _put_back_raw(self, value: Any) -> None:
+        if value is _MISSING:
+            return
+        frames = _THREAD.frames
+        if frames:
+            frames[-1]._put_back(self, value)
+        else:
+            self._value = value
+
     # -- brainstate's State API -------------------------------------------------
     def restore_value(self, value: Any) -> None:
-        """Set the value without recording a write (to put back a value read earlier)."""
+        """Set the value without recording a write (to put back a value read earlier).
+
+        The value must have the tree structure of the current one (as in
+        brainstate); runs the ``restore`` hooks, not the write hooks.
+        """
         _check_not_state(value, self)
+        _check_same_structure(self, value)
+        hooked = _HOOKED and has_hooks_for(self, "restore")
+        if hooked:
+            old, put_back = self._value_before()
         frames = _THREAD.frames
         if frames:
             frames[-1]._put_back(self, value)
         else:
             check_no_tracer(self, value)
             self._value = value
+        if hooked:
+            try:
+                fire_restore(self, value, old)
+            except BaseException:
+                self._put_back_raw(put_back)
+                raise
 
     def value_call(self, func: Callable[[Any], Any]) -> Any:
         """``func`` applied to every leaf of the value."""
@@ -149,6 +251,18 @@ class State:
     def stack_level(self) -> int:
         """How many transforms were tracing (in this thread) when the state was created."""
         return self._level
+
+    @stack_level.setter
+    def stack_level(self, level: int) -> None:
+        self._level = level
+
+    def increase_stack_level(self) -> None:
+        """One more level (brainstate's bookkeeping; brainx's transforms do not need it)."""
+        self._level += 1
+
+    def decrease_stack_level(self) -> None:
+        """One level less, never below 0."""
+        self._level = max(self._level - 1, 0)
 
     @property
     def source_info(self) -> Any:
@@ -186,9 +300,10 @@ class State:
             return value.replace(**metadata) if metadata else value
         new = self.copy()
         if value is not _MISSING:
-            new.restore_value(value)
+            _check_not_state(value, new)
+            new._put_back_raw(value)  # any structure: a new state, not a restore
         for k, v in metadata.items():
-            setattr(new, k, v)
+            setattr(new, "name" if k == "_name" else k, v)  # `_name`: brainstate's key
         return new
 
     def _assign_checked(self, value: Any) -> None:
@@ -217,6 +332,8 @@ class State:
     def __repr__(self) -> str:
         fields = [] if self.name is None else [f"name={self.name!r}"]
         fields.append(describe_value(self._value))
+        if self.tag:
+            fields.append(f"tag={sorted(self.tag)}")
         return f"{type(self).__name__}({', '.join(fields)})"
 
 
@@ -246,7 +363,15 @@ class ParamState(LongTermState):
 
 
 class HiddenState(ShortTermState):
-    """A model's dynamical variable (membrane potential, synaptic current, ...)."""
+    """A model's dynamical variable (membrane potential, synaptic current, ...).
+
+    Its value is one array (a JAX or NumPy array, a brainunit Quantity, or a
+    number), not a container.
+    """
+
+    def __init__(self, value: Any, name: Optional[str] = None, **metadata: Any):
+        check_array_value(type(self).__name__, value)
+        super().__init__(value, name, **metadata)
 
     @property
     def varshape(self) -> Tuple[int, ...]:
@@ -263,8 +388,23 @@ class DelayState(ShortTermState):
     """A state holding a delay buffer."""
 
 
+class NonBatchState(ShortTermState):
+    """A short-term state that has no batch axis (``vmap`` leaves it unbatched when told so)."""
+
+
 class BatchState(LongTermState):
     """A state holding batch-specific data."""
+
+
+def check_array_value(kind: str, value: Any, what: str = "its value") -> None:
+    """Refuse a value that is not one array (a container, a string, ...) for ``kind``."""
+    if isinstance(value, State):
+        value = value.value
+    if not isinstance(value, _ARRAY_TYPES):
+        raise TypeError(f"{kind}: {what} must be one array (a jax.Array, numpy.ndarray, "
+                        f"brainunit Quantity or a number), got {type(value).__name__}. Stack "
+                        "several variables into an array, or use HiddenTreeState for a "
+                        "dictionary of them.")
 
 
 def _check_not_state(value: Any, target: Optional[State]) -> None:
@@ -292,44 +432,6 @@ def check_no_tracer(state: State, value: Any) -> None:
 def expire_if_traced(state: State, where: Optional[str]) -> None:
     if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(state._value)):
         state._value = _Expired(where)
-
-
-def describe_value(value: Any) -> str:
-    """``shape=(3,), dtype=float32`` for one array; a tree of ``f32[3]`` otherwise."""
-    if type(value) is _Expired:
-        return f"<expired: created inside {value.where or 'a transform'}>"
-    leaves, treedef = jax.tree.flatten(value)
-    if treedef.num_leaves == 1 and treedef.num_nodes == 1:
-        return _describe_array(value)
-    unit = _unit_of(value)
-    if unit is not None and len(leaves) == 1:
-        return f"{_describe_array(leaves[0])}, unit={unit}"
-    short = jax.tree.map(_short_array, value)
-    return f"value={short}"
-
-
-def _describe_array(x: Any) -> str:
-    shape, dtype = np.shape(x), getattr(x, "dtype", None)
-    if dtype is None:
-        return f"value={x!r}"
-    return f"shape={tuple(shape)}, dtype={np.dtype(dtype).name}"
-
-
-def _short_array(x: Any) -> str:
-    dtype = getattr(x, "dtype", None)
-    if dtype is None:
-        return repr(x)
-    return f"{np.dtype(dtype).name}{list(np.shape(x))}"
-
-
-def _unit_of(value: Any):
-    try:
-        import brainunit as u
-    except ImportError:  # pragma: no cover - brainunit is a dependency
-        return None
-    if isinstance(value, u.Quantity):
-        return value.unit
-    return None
 
 
 class _Checks(threading.local):
@@ -373,6 +475,52 @@ def _check_same_tree(state: State, value: Any) -> None:
             f"{state!r} was written with a value of another structure or shape "
             f"({describe_value(value)}) inside check_state_value_tree(). Write a value of the "
             "same tree and shapes, or leave the check off.")
+
+
+def _check_same_structure(state: State, value: Any) -> None:
+    old = state._value if not _THREAD.frames else _THREAD.frames[-1]._peek_value(state)
+    if old is None or type(old) is _Expired:
+        return
+    old_tree, new_tree = jax.tree.structure(old), jax.tree.structure(value)
+    if old_tree != new_tree:
+        raise StateTypeError(
+            f"{state!r}.restore_value was given a value of another tree structure ({new_tree}, "
+            f"not {old_tree}). restore_value puts back a value of the state; to give the state "
+            "a value of a new structure, assign it: `state.value = new`.")
+
+
+@contextlib.contextmanager
+def check_state_jax_tracer(val: bool = True) -> Iterator[None]:
+    """Brainstate's switch for refusing JAX tracers written outside a transform.
+
+    brainx always refuses them (:class:`~brainx.TracerLeakError`), so this
+    block changes nothing; it is here for programs written for brainstate.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> with brainx.check_state_jax_tracer():
+    ...     s = brainx.State(1.0)
+    """
+    yield
+
+
+class StateMetadata:
+    """A value with metadata: ``State(StateMetadata(value, {"unit": "mV"}))`` keeps both.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> s = brainx.State(brainx.state.StateMetadata(0.5, {"unit": "mV"}))
+    >>> s.value, s.unit
+    (0.5, 'mV')
+    """
+
+    __slots__ = ("raw_value", "metadata")
+
+    def __init__(self, raw_value: Any, metadata: Optional[dict] = None):
+        self.raw_value = raw_value
+        self.metadata = dict(metadata or {})
 
 
 def maybe_state(value: Any) -> Any:

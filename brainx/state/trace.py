@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from brainx.errors import BrainxError
 
-__all__ = ["StateTraceStack", "TransformScope", "catch_new_states", "StateCatcher",
+__all__ = ["StateTraceStack", "TransformScope", "catch_new_states", "StateCatcher", "NewStateCatcher",
            "active_traces", "inside_transform"]
 
 _MISSING = object()
@@ -59,6 +59,21 @@ def inside_transform() -> bool:
     does not make tracers safe.
     """
     return _THREAD.depth > 0
+
+
+def visible_value(scope: "StateTraceStack", state) -> Any:
+    """The value of ``state`` seen in ``scope``, recorded as read only where it must be.
+
+    Inside a transform a state not read yet is lifted into the trace (a read
+    of that transform scope: the trace needs it as an input); recording scopes
+    in between do not record a read. Hooks use it for ``old_value``.
+    """
+    while scope is not None:
+        if scope.is_transform:
+            value = scope.overlay.get(state, _MISSING)
+            return scope.read_value(state) if value is _MISSING else value
+        scope = scope._parent
+    return state._checked_value()
 
 
 def _real_value(state) -> Any:
@@ -216,6 +231,23 @@ class StateTraceStack:
         """Put every state written here back to the value it had before its first write."""
         for state, value in self._original.items():
             self._put_back(state, value)
+
+    def assign_state_vals(self, state_vals) -> None:
+        """Give each of :attr:`states` a value: written states by a write, the others by a restore."""
+        self.assign_state_vals_v2(state_vals, state_vals)
+
+    def assign_state_vals_v2(self, read_state_vals, write_state_vals) -> None:
+        """Write ``write_state_vals`` into the written states, restore ``read_state_vals`` into the rest."""
+        states = tuple(self._touched)
+        if not len(read_state_vals) == len(write_state_vals) == len(states):
+            raise ValueError(f"{self!r} recorded {len(states)} states; got {len(read_state_vals)} "
+                             f"read and {len(write_state_vals)} written values. Pass one value "
+                             "per state of `trace.states`, in that order.")
+        for state, read, written in zip(states, read_state_vals, write_state_vals):
+            if state in self._written:
+                state.value = written
+            else:
+                state.restore_value(read)
 
     def state_subset(self, state_type: type) -> List[Any]:
         """The touched states that are instances of ``state_type``."""
@@ -394,6 +426,16 @@ class StateCatcher:
     def get_state_values(self) -> List[Any]:
         return [s.value for s in self._states]
 
+    @property
+    def values(self) -> List[Any]:
+        """The caught states' values."""
+        return self.get_state_values()
+
+    def decrease_stack_level(self) -> None:
+        """Lower every caught state's :attr:`~brainx.State.stack_level` by one (not below 0)."""
+        for state in self._states:
+            state.decrease_stack_level()
+
     def __len__(self) -> int:
         return len(self._states)
 
@@ -406,6 +448,27 @@ class StateCatcher:
 
     def __exit__(self, *exc) -> None:
         _THREAD.catchers.remove(self)
+
+
+class NewStateCatcher(StateCatcher):
+    """Brainstate's catcher: :class:`StateCatcher` whose ``get_states()`` is a list.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> from brainx.state import NewStateCatcher
+    >>> catcher = NewStateCatcher(state_tag="new")
+    >>> s = brainx.State(1.0)
+    >>> catcher.append(s)
+    >>> catcher.get_states() == [s], s.tag
+    (True, {'new'})
+    """
+
+    def __init__(self, state_tag: Optional[str] = None, state_to_exclude: Any = None):
+        super().__init__(state_tag, state_to_exclude)
+
+    def get_states(self) -> List[Any]:  # type: ignore[override]
+        return list(self._states)
 
 
 def _excluded(spec: Any, state) -> bool:

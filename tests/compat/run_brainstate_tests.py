@@ -61,6 +61,12 @@ for name in ("transform", "random", "environ", "graph", "util", "nn", "typing", 
 import brainx.errors, brainx.state
 sys.modules["brainstate._state"] = brainx.state
 sys.modules["brainstate._error"] = brainx.errors
+# brainstate's private hook modules: the brainx modules that hold the same public names.
+import brainx.state.hooks, brainx.state.hook_manager, brainx.state.global_hooks
+sys.modules["brainstate._state_hook_core"] = brainx.state.hooks
+sys.modules["brainstate._state_hook_context"] = brainx.state.hooks
+sys.modules["brainstate._state_hook_manager"] = brainx.state.hook_manager
+sys.modules["brainstate._state_global_hooks"] = brainx.state.global_hooks
 
 
 def _jax_internal(name):
