@@ -8,12 +8,18 @@ class BrainxError(Exception):
     """Base class of brainx's own errors."""
 
 
-class TracerLeakError(BrainxError, RuntimeError):
+class TraceContextError(BrainxError, RuntimeError):
+    """A state was used in a way its trace context does not allow (brainstate's name)."""
+
+
+class TracerLeakError(TraceContextError):
     """A JAX tracer would have been stored in a :class:`~brainx.State`.
 
     This happens when a raw JAX transform (``jax.jit``, ``jax.grad``,
     ``jax.vmap``, ...) traces a function that writes a state. Use the
     matching ``brainx.transform`` function, which threads the state through.
+    A :class:`TraceContextError`, so code that catches brainstate's error
+    for this case catches it too.
     """
 
 
@@ -33,10 +39,6 @@ class BatchAxisError(BrainxError, ValueError):
     random sampler called under a raw ``jax.vmap`` (every lane would draw the
     same numbers).
     """
-
-
-class TraceContextError(BrainxError, RuntimeError):
-    """A state was used in a way its trace context does not allow (brainstate's name)."""
 
 
 BrainStateError = BrainxError  # brainstate's name for the base class

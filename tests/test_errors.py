@@ -192,3 +192,15 @@ def test_function_touching_different_states_each_call():
     f()
     f()
     assert [float(s.value) for s in pool] == [1.0, 1.0, 0.0, 0.0, 0.0]
+
+
+def test_a_tracer_leak_is_brainstates_trace_context_error_and_changes_nothing():
+    s = brainx.State(jnp.zeros(2))
+
+    def f(x):
+        s.value = x
+        return x
+
+    with pytest.raises(brainx.TraceContextError, match="tracer"):
+        jax.jit(f)(jnp.ones(2))
+    assert float(s.value.sum()) == 0.0
