@@ -29,11 +29,11 @@ class EnvironmentState:
     functions : dict
         The behaviours :func:`brainx.environ.register_default_behavior`
         registered, by key.
-    contexts : defaultdict of list
-        This thread's stacks of values pushed by open
-        :func:`brainx.environ.context` blocks, by key.
     locks : defaultdict of threading.RLock
         One reentrant lock per key, held while a key is changed.
+
+    The property :attr:`contexts` gives this thread's stacks of values pushed
+    by open :func:`brainx.environ.context` blocks, by key.
 
     Examples
     --------

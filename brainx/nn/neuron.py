@@ -120,7 +120,7 @@ class LIF(Neuron):
         Threshold, reset and resting potentials.
     tau_ref : time, optional
         Refractory period. ``None`` (default): none.
-    V_initializer : initialiser or value
+    V_initializer : initialiser or array-like
         Initial ``V`` (see :func:`brainx.nn.init.param`).
     spk_fun, spk_reset
         See :class:`Neuron`.
@@ -220,7 +220,7 @@ class ALIF(Neuron):
         Adaptation time constant.
     beta : voltage
         Threshold increase per unit of adaptation.
-    a_initializer : initialiser or value
+    a_initializer : initialiser or array-like
         Initial (dimensionless) adaptation.
     Others
         As :class:`LIF`.

@@ -45,7 +45,7 @@ class Param(Module):
         A regulariser with ``loss(value)`` (and ``reset_value()`` for
         :meth:`reset_to_prior`); :meth:`reg_loss` calls it.
     precompute : callable, optional
-        Applied to ``t.forward(val)`` by :meth:`value`.
+        Applied to ``t.forward(val)`` by :meth:`Param.value <brainx.nn.Param.value>`.
     fit : bool
         ``True``: ``val`` is a trainable ``ParamState``; ``False``: a plain array.
 

@@ -102,7 +102,7 @@ class ValinaRNNCell(RNNCell):
     ----------
     num_in, num_out : int
         Input and hidden sizes.
-    state_init : initialiser or value
+    state_init : initialiser or array-like
         Initial ``h``.
     w_init, b_init : initialiser or array
         Of ``W`` ``(num_in + num_out, num_out)`` and ``b``.
@@ -132,7 +132,7 @@ class GRUCell(RNNCell):
         Input and hidden sizes.
     w_init, b_init : initialiser or array
         Of ``Wrz`` ``(num_in + num_out, 2 num_out)`` and ``Wh`` ``(num_in + num_out, num_out)``.
-    state_init : initialiser or value
+    state_init : initialiser or array-like
         Initial ``h``.
     activation : str or callable
         The candidate's nonlinearity.
@@ -167,7 +167,7 @@ class LSTMCell(RNNCell):
         Input and hidden sizes.
     w_init, b_init : initialiser or array
         Of ``W`` ``(num_in + num_out, 4 num_out)``.
-    state_init : initialiser or value
+    state_init : initialiser or array-like
         Initial ``h`` and ``c``.
     activation : str or callable
         Applied to the candidate ``g`` and to ``c``.

@@ -52,7 +52,7 @@ class Expon(Synapse):
         Shape of ``g`` (without batch).
     tau : time
         Decay time constant.
-    g_initializer : initialiser or value
+    g_initializer : initialiser or array-like
         Initial ``g`` (its unit is ``g``'s unit).
 
     Examples
@@ -106,7 +106,7 @@ class Alpha(Synapse):
         Shape of ``g`` and ``h``.
     tau : time
         Time constant.
-    g_initializer : initialiser or value
+    g_initializer : initialiser or array-like
         Initial ``g`` and ``h`` (their unit).
 
     Examples
@@ -161,7 +161,7 @@ class DualExpon(Synapse):
     A : number, optional
         Scale. ``None`` (default): the one that makes the peak of the response
         to ``x = 1`` equal 1.
-    g_initializer : initialiser or value
+    g_initializer : initialiser or array-like
         Initial ``g_rise`` and ``g_decay`` (their unit).
 
     Examples
