@@ -240,3 +240,17 @@ def test_like_samplers_follow_the_template():
     assert y.dtype == jnp.float32 and set(np.asarray(y).tolist()) == {0.0, 1.0, 2.0}
     z = rng.rand_like(jnp.zeros(4) * u.mV)
     assert not isinstance(z, u.Quantity) and z.shape == (4,)
+
+
+def test_check_if_deleted_raises_on_a_donated_key_and_seed_recovers():
+    import jax
+    rng = br.RandomState(3)
+    rng.check_if_deleted()
+    jax.jit(lambda k: k + 0, donate_argnums=0)(rng.value)
+    if not rng.value.is_deleted():
+        pytest.skip("this backend did not delete the donated buffer")
+    with pytest.raises(RuntimeError, match="deleted"):
+        rng.check_if_deleted()
+    rng.seed(3)
+    rng.check_if_deleted()
+    assert np.array_equal(rng.normal(size=2), br.RandomState(3).normal(size=2))

@@ -218,6 +218,32 @@ class RandomState(State, Samplers):
                              "split_key or self_assign_multi_keys, or call backup_key(), first.")
         self.value, self._backup = self._backup, None
 
+    def check_if_deleted(self) -> None:
+        """Raise if the key's device buffer was deleted (donated to a compiled call).
+
+        brainstate 0.5.4 silently re-seeds such a generator from OS entropy, which
+        makes the run irreproducible without a word; brainx says what happened
+        instead, and :meth:`seed` is the way on.
+
+        Examples
+        --------
+        >>> import jax, brainx
+        >>> rng = brainx.random.RandomState(0)
+        >>> rng.check_if_deleted()                 # a live key: nothing happens
+        >>> _ = jax.jit(lambda k: k, donate_argnums=0)(rng.value)
+        >>> try:
+        ...     rng.check_if_deleted()
+        ... except RuntimeError as e:
+        ...     print("deleted" in str(e))
+        True
+        """
+        key = self.value
+        if isinstance(key, jax.Array) and not isinstance(key, Tracer) and key.is_deleted():
+            raise RuntimeError(
+                f"{self!r}: its key buffer was deleted (donated to a compiled function with "
+                "donate_argnums?), so it cannot draw numbers. Call seed(...) or set_key(...) "
+                "to give it a new key, and do not donate a generator's key.")
+
     def clone(self) -> "RandomState":
         """A new generator whose key is split from this one's (this one advances)."""
         return type(self)(self.split_key())
