@@ -7,6 +7,7 @@ States (:class:`State` and its kinds) hold mutable values; the functions in
 from brainx import environ, errors, random, transform
 from brainx import io, nn, optim  # noqa: E402  (they import environ and the states)
 from brainx import graph, util  # noqa: E402  (graph walks brainx.nn modules)
+from brainx import typing  # noqa: E402  (type aliases; names the filters of brainx.util)
 from brainx import distributed  # noqa: E402  (places the states graph finds)
 from brainx.deprecated import augment, compile, functional  # noqa: E402,A004  (brainstate's old names)
 from brainx.errors import (
@@ -36,7 +37,7 @@ __all__ = [
     "TracerLeakError", "ExpiredStateError", "StateTypeError", "random", "BatchAxisError",
     "environ", "nn", "optim", "io", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "check_state_value_tree", "maybe_state", "TraceContextError", "BrainStateError",
-    "graph", "util", "distributed", "TreefyState", "FakeState", "check_state_jax_tracer",
+    "graph", "util", "typing", "distributed", "TreefyState", "FakeState", "check_state_jax_tracer",
     # state hooks
     "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
     "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",
