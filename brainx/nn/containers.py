@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, Union
 
-from brainx.nn.describe import ParamDescriber
+from brainx.mixin import ParamDescriber
 from brainx.nn.module import Module
 
 __all__ = ["ElementWiseBlock", "Sequential"]
