@@ -165,7 +165,7 @@ class _Combinator:
 
 
 JointTypes = _Combinator(_JointGenericAlias, object)
-"""The intersection of classes: ``JointTypes[A, B]`` or ``JointTypes(A, B)``.
+JointTypes.__doc__ = """The intersection of classes: ``JointTypes[A, B]`` or ``JointTypes(A, B)``.
 
 An object satisfies it when it is an instance of every class. Repeated
 classes are dropped, nested ``JointTypes`` are flattened, a single class is
@@ -188,7 +188,7 @@ True
 """
 
 OneOfTypes = _Combinator(_OneOfGenericAlias, typing.Union)
-"""The union of classes: ``OneOfTypes[A, B]`` or ``OneOfTypes(A, B)``.
+OneOfTypes.__doc__ = """The union of classes: ``OneOfTypes[A, B]`` or ``OneOfTypes(A, B)``.
 
 An object satisfies it when it is an instance of at least one class. The
 same simplifications as :data:`JointTypes` apply (``None`` stands for
@@ -203,3 +203,6 @@ Examples
 >>> isinstance(None, brainx.mixin.OneOfTypes[str, None])
 True
 """
+
+# the two instances' examples are doctests too (doctest only looks at functions and classes)
+__test__ = {"JointTypes": JointTypes.__doc__, "OneOfTypes": OneOfTypes.__doc__}
