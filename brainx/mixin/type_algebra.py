@@ -165,7 +165,7 @@ class _Combinator:
 
 
 JointTypes = _Combinator(_JointGenericAlias, object)
-JointTypes.__doc__ = """The intersection of classes: ``JointTypes[A, B]`` or ``JointTypes(A, B)``.
+JointTypes.__doc__ = """The intersection of classes, written ``JointTypes[A, B]`` or ``JointTypes(A, B)``.
 
 An object satisfies it when it is an instance of every class. Repeated
 classes are dropped, nested ``JointTypes`` are flattened, a single class is
@@ -188,7 +188,7 @@ True
 """
 
 OneOfTypes = _Combinator(_OneOfGenericAlias, typing.Union)
-OneOfTypes.__doc__ = """The union of classes: ``OneOfTypes[A, B]`` or ``OneOfTypes(A, B)``.
+OneOfTypes.__doc__ = """The union of classes, written ``OneOfTypes[A, B]`` or ``OneOfTypes(A, B)``.
 
 An object satisfies it when it is an instance of at least one class. The
 same simplifications as :data:`JointTypes` apply (``None`` stands for
