@@ -4,7 +4,7 @@ States (:class:`State` and its kinds) hold mutable values; the functions in
 :mod:`brainx.transform` turn code that reads and writes them into pure JAX.
 """
 
-from brainx import environ, errors, random, transform
+from brainx import environ, errors, mixin, random, transform
 from brainx import io, nn, optim  # noqa: E402  (they import environ and the states)
 from brainx import graph, util  # noqa: E402  (graph walks brainx.nn modules)
 from brainx import typing  # noqa: E402  (type aliases; names the filters of brainx.util)
@@ -35,7 +35,7 @@ __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
     "StateTraceStack", "StateCatcher", "catch_new_states", "transform", "errors",
     "TracerLeakError", "ExpiredStateError", "StateTypeError", "random", "BatchAxisError",
-    "environ", "nn", "optim", "io", "DelayState", "HiddenGroupState", "HiddenTreeState",
+    "environ", "mixin", "nn", "optim", "io", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "check_state_value_tree", "maybe_state", "TraceContextError", "BrainStateError",
     "graph", "util", "typing", "distributed", "TreefyState", "FakeState", "check_state_jax_tracer",
     # state hooks

@@ -28,7 +28,7 @@ from brainx.nn.containers import ElementWiseBlock, Sequential
 from brainx.nn.conv import (
     Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
 )
-from brainx.nn.describe import ParamDescriber
+from brainx.mixin import ParamDescriber
 from brainx.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from brainx.nn.elementwise import (
     CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, Identity,

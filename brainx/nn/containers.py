@@ -4,7 +4,7 @@ A :class:`Sequential` holds its layers in a list (so their states are found
 under ``"layers.0.weight"``, ``"layers.2.weight"``...) and calls them in turn.
 It also passes sizes along: each layer's ``out_size`` is the next layer's
 ``in_size``, which lets you write ``Linear.desc(out_size=10)`` (a
-:class:`~brainx.nn.ParamDescriber`) instead of repeating the input size.
+:class:`~brainx.mixin.ParamDescriber`) instead of repeating the input size.
 Element-wise layers (:class:`ElementWiseBlock`, and plain functions such as
 ``jax.nn.relu``) keep the size they receive.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, Union
 
-from brainx.nn.describe import ParamDescriber
+from brainx.mixin import ParamDescriber
 from brainx.nn.module import Module
 
 __all__ = ["ElementWiseBlock", "Sequential"]
@@ -35,7 +35,7 @@ class Sequential(Module):
     first : Module
         The first layer; it must be a built :class:`Module` (it fixes ``in_size``).
     *layers : Module, ParamDescriber or callable
-        The following layers. A :class:`~brainx.nn.ParamDescriber` is built
+        The following layers. A :class:`~brainx.mixin.ParamDescriber` is built
         with ``in_size=`` the previous layer's ``out_size``; a plain callable
         (``jax.nn.relu``) or an :class:`ElementWiseBlock` keeps the size.
 

@@ -16,7 +16,7 @@ from typing import Any, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
-from brainx.nn.describe import ParamDescriber
+from brainx.mixin import ParamDesc
 from brainx.nn.init import to_size
 from brainx.nn.node import Node, node_children
 from brainx.state.state import State
@@ -30,13 +30,17 @@ Path = Tuple[Any, ...]
 MAX_DEPTH = int(np.iinfo(np.int32).max)
 
 
-class Module(Node):
+class Module(Node, ParamDesc):
     """Base class for models: owns states and submodules, and steps with :meth:`update`.
 
     Subclasses create parameters (``ParamState``) in ``__init__`` and dynamical
     variables (``HiddenState``) in :meth:`init_state`; :meth:`reset_state`
     puts new initial values into those *existing* states, so a jitted step
     that reads them keeps its compiled function.
+
+    A module is a :class:`~brainx.mixin.ParamDesc`: ``Layer.desc(...)``
+    describes a layer without building it (a
+    :class:`~brainx.mixin.ParamDescriber`).
 
     Parameters
     ----------
@@ -101,11 +105,6 @@ class Module(Node):
 
     def __call__(self, *args, **kwargs):
         return self.update(*args, **kwargs)
-
-    @classmethod
-    def desc(cls, *args, **kwargs) -> ParamDescriber:
-        """Describe a layer without building it: ``Linear.desc(out_size=10)`` (see :class:`ParamDescriber`)."""
-        return ParamDescriber(cls, *args, **kwargs)
 
     # -- state hooks ---------------------------------------------------------------
     def init_state(self, *args, **kwargs) -> None:
