@@ -35,7 +35,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Literal, Optional, Protocol
+from typing import Any, Callable, Dict, Literal, Optional, Protocol, runtime_checkable
 
 from brainx.errors import BrainxError
 
@@ -244,6 +244,7 @@ class Hook:
         return f"Hook(name={self.name!r}, priority={self.priority}, {status})"
 
 
+@runtime_checkable
 class HookOwner(Protocol):
     """What a :class:`HookHandle` needs of the manager that holds its hook.
 
