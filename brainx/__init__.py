@@ -20,7 +20,7 @@ from brainx.state import (
     check_state_value_tree, maybe_state,
 )
 from brainx.graph.treefy import TreefyState  # noqa: E402  (brainstate's top-level name)
-from brainx.state import FakeState, check_state_jax_tracer  # noqa: E402
+from brainx.state import FakeState, StateDictManager, check_state_jax_tracer  # noqa: E402
 from brainx.state import (  # state hooks
     GlobalHookRegistry, Hook, HookCancellationError, HookConfig, HookContext, HookError,
     HookExecutionError, HookHandle, HookManager, HookRegistrationError, HookWarning,
@@ -38,6 +38,7 @@ __all__ = [
     "environ", "mixin", "nn", "optim", "io", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "check_state_value_tree", "maybe_state", "TraceContextError", "BrainStateError",
     "graph", "util", "typing", "distributed", "TreefyState", "FakeState", "check_state_jax_tracer",
+    "StateDictManager",
     # state hooks
     "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
     "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",

@@ -23,12 +23,23 @@ class TracerLeakError(TraceContextError):
     """
 
 
-class ExpiredStateError(BrainxError, RuntimeError):
-    """A state created inside a transform was read after the transform ended."""
+class ExpiredStateError(TraceContextError):
+    """A state created inside a transform was read after the transform ended.
+
+    Its value was a tracer of that transform's trace. A
+    :class:`TraceContextError` (and so a ``RuntimeError``), as brainstate
+    raises for the same read.
+    """
 
 
-class StateTypeError(BrainxError, TypeError):
-    """A state was given a value it cannot hold (another State, or a changed type inside a loop)."""
+class StateTypeError(BrainxError, TypeError, ValueError):
+    """A state was given a value it cannot hold (another State, or a changed type inside a loop).
+
+    Both a ``TypeError`` and a ``ValueError``: brainstate raises ``ValueError``
+    for these (a State assigned as a value, a value of another tree under
+    :func:`~brainx.check_state_value_tree`), so code written for it catches
+    this too.
+    """
 
 
 class BatchAxisError(BrainxError, ValueError):

@@ -136,3 +136,40 @@ def test_tree_state_units_and_value_checks():
         brainx.HiddenTreeState(3)
     with pytest.raises(TypeError, match="variable 'v' must be one array"):
         brainx.HiddenTreeState({"v": [1, 2, 3], "i": jnp.ones(3)})
+
+
+def test_brainstates_error_classes_catch_ours():
+    # brainstate raises ValueError for a State given as a value and for a changed tree,
+    # and TraceContextError for reading a state whose tracer's trace has ended
+    a, b = brainx.State(jnp.zeros(2), name="a"), brainx.State(jnp.ones(2))
+    with pytest.raises(ValueError, match="cannot hold another State"):
+        a.value = b
+    with brainx.check_state_value_tree():
+        with pytest.raises(ValueError, match="another structure"):
+            a.value = {"x": jnp.zeros(2)}
+    np.testing.assert_array_equal(a.value, [0.0, 0.0])
+    assert issubclass(brainx.StateTypeError, TypeError)  # still what brainx said before
+
+    holder = {}
+
+    @brainx.transform.jit
+    def f(x):
+        holder.setdefault("s", brainx.ShortTermState(x * 2.0))
+        return x
+
+    f(jnp.ones(2))
+    with pytest.raises(brainx.TraceContextError, match="created inside"):
+        _ = holder["s"].value
+    assert issubclass(brainx.ExpiredStateError, RuntimeError)
+
+
+def test_group_state_num_state_refuses_names_out_of_step_with_the_value():
+    t = brainx.HiddenTreeState({"v": jnp.ones((4, 3)), "i": jnp.zeros((4, 3))})
+    assert t.num_state == 2
+    t.name2index.pop("i")
+    with pytest.raises(ValueError, match="name2index.*'v'"):
+        _ = t.num_state
+    g = brainx.HiddenGroupState(jnp.zeros((4, 3)))
+    g.name2index["1"] = 0  # two names for index 0, none for 1
+    with pytest.raises(ValueError, match="holds 3 variables"):
+        g.get_value(0)

@@ -403,3 +403,51 @@ def test_the_hook_flag_is_off_without_hooks_and_follows_registration():
     del s
     gc.collect()                        # a hooked state that dies takes its hooks along
     assert not state_module._HOOKED
+
+
+def test_hooks_module_does_not_import_the_manager_module():
+    # hooks.py is the lower module: hook_manager imports it, never the reverse
+    import ast
+    import inspect
+
+    from brainx.state import hooks
+    imported = {n.module for n in ast.walk(ast.parse(inspect.getsource(hooks)))
+                if isinstance(n, ast.ImportFrom)}
+    assert "brainx.state.hook_manager" not in imported
+    assert isinstance(brainx.HookManager(), hooks.HookOwner)
+    assert isinstance(brainx.GlobalHookRegistry.instance(), hooks.HookOwner)
+    manager = brainx.HookManager()
+    handle = manager.register_hook("read", lambda ctx: None)
+    handle.disable()
+    assert not manager.has_hooks("read")
+    handle.enable()
+    assert manager.has_hooks("read") and handle.remove() and not manager.has_hooks()
+
+
+def test_a_raising_hook_leaves_the_state_free_to_run_its_hooks_again():
+    s = brainx.State(jnp.zeros(2))
+    s.hooks.config = brainx.HookConfig(on_error="raise")
+    seen = []
+    with s.register_hook("write_after", lambda ctx: 1 / 0):
+        with pytest.raises(brainx.HookExecutionError):
+            s.value = jnp.ones(2)
+    np.testing.assert_array_equal(s.value, [0.0, 0.0])  # the old value was put back
+    with s.register_hook("read", lambda ctx: seen.append(ctx.value.tolist())):
+        _ = s.value  # its hooks run again: the running mark was cleared by the error
+    assert seen == [[0.0, 0.0]]
+
+
+def test_every_hook_type_gets_its_own_context_kind():
+    kinds = {}
+    s = brainx.State(jnp.zeros(1))
+    for hook_type in ("read", "write_before", "write_after", "restore"):
+        s.register_hook(hook_type, lambda ctx, t=hook_type: kinds.setdefault(t, type(ctx)))
+    with brainx.register_state_hook("init", lambda ctx: kinds.setdefault("init", type(ctx))):
+        brainx.State(1.0)
+    _ = s.value
+    s.value = jnp.ones(1)
+    s.restore_value(jnp.zeros(1))
+    s.clear_hooks()
+    assert kinds == {"read": brainx.ReadHookContext, "write_before": brainx.MutableWriteHookContext,
+                     "write_after": brainx.WriteHookContext, "restore": brainx.RestoreHookContext,
+                     "init": brainx.InitHookContext}

@@ -1,6 +1,7 @@
 """States and the state trace."""
 
 from brainx.errors import TraceContextError
+from brainx.state.dict_manager import StateDictManager
 from brainx.state.fake import FakeState
 from brainx.state.global_hooks import (
     GlobalHookRegistry, clear_state_hooks, has_state_hooks, list_state_hooks, register_state_hook,
@@ -27,7 +28,7 @@ __all__ = [
     "StateTraceStack", "StateCatcher", "catch_new_states", "active_traces",
     "structure_epoch", "structure_changed", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "maybe_state", "check_state_value_tree", "TraceContextError", "NonBatchState",
-    "StateMetadata", "check_state_jax_tracer", "FakeState", "NewStateCatcher",
+    "StateMetadata", "check_state_jax_tracer", "FakeState", "NewStateCatcher", "StateDictManager",
     # state hooks
     "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
     "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",

@@ -71,17 +71,22 @@ def register_state_hook(hook_type: HookType, callback: Callable[[HookContext], A
                         enabled: bool = True) -> HookHandle:
     """Register a hook that runs for every state (before each state's own hooks).
 
+    The arguments are those of :meth:`State.register_hook <brainx.State.register_hook>`;
+    only ``init`` hooks see a state as it is created (its own hooks come later).
+
     Parameters
     ----------
     hook_type : {'read', 'write_before', 'write_after', 'restore', 'init'}
+        When it runs, for any state.
     callback : callable
-        ``callback(context)``.
+        ``callback(context)``; ``context.state`` tells which state.
     priority : int
-        Higher runs earlier among the global hooks.
+        Orders the global hooks of one type (higher first); all of them run
+        before the state's own.
     name : str, optional
-        Shown in errors and warnings.
+        Names the hook in errors and warnings.
     enabled : bool
-        Whether it runs from the start.
+        ``False``: registered, but off until ``handle.enable()``.
 
     Returns
     -------

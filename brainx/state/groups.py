@@ -59,8 +59,18 @@ class HiddenGroupState(HiddenState):
 
     @property
     def num_state(self) -> int:
-        """How many variables the state holds."""
-        return int(np.shape(self.value)[-1])
+        """How many variables the state holds.
+
+        Raises ``ValueError`` when ``name2index`` no longer names each of them
+        (it was changed by hand, or the value was given another last axis).
+        """
+        count = int(np.shape(self.value)[-1])
+        if len(self.name2index) != count or set(self.name2index.values()) != set(range(count)):
+            raise ValueError(
+                f"{self!r}: its value holds {count} variables but name2index names "
+                f"{sorted(self.name2index.values())} ({list(self.name2index)}). Keep one "
+                f"name for each index 0 to {count - 1}, or make a new {type(self).__name__}.")
+        return count
 
     def _index(self, item: int | str, writing: bool = False) -> int:
         """The position of variable ``item``; in ``set_value`` a bad index is a ValueError."""

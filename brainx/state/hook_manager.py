@@ -215,9 +215,7 @@ class HookManager:
     # -- running ------------------------------------------------------------------------
     def execute_read_hooks(self, value: Any, state_ref: Callable[[], Any]) -> None:
         """Run the ``read`` hooks with a :class:`~brainx.ReadHookContext`."""
-        hooks = self._sorted("read")
-        if hooks:
-            self._run(hooks, ReadHookContext("read", state_ref, value=value))
+        self._run_type("read", ReadHookContext, state_ref, value=value)
 
     def execute_write_before_hooks(self, new_value: Any, old_value: Any,
                                    state_ref: Callable[[], Any]) -> Any:
@@ -242,26 +240,27 @@ class HookManager:
     def execute_write_after_hooks(self, new_value: Any, old_value: Any,
                                   state_ref: Callable[[], Any]) -> None:
         """Run the ``write_after`` hooks with a :class:`~brainx.WriteHookContext`."""
-        hooks = self._sorted("write_after")
-        if hooks:
-            self._run(hooks, WriteHookContext("write_after", state_ref, value=new_value,
-                                              old_value=old_value))
+        self._run_type("write_after", WriteHookContext, state_ref, value=new_value,
+                       old_value=old_value)
 
     def execute_restore_hooks(self, new_value: Any, old_value: Any,
                               state_ref: Callable[[], Any]) -> None:
         """Run the ``restore`` hooks with a :class:`~brainx.RestoreHookContext`."""
-        hooks = self._sorted("restore")
-        if hooks:
-            self._run(hooks, RestoreHookContext("restore", state_ref, value=new_value,
-                                                old_value=old_value))
+        self._run_type("restore", RestoreHookContext, state_ref, value=new_value,
+                       old_value=old_value)
 
     def execute_init_hooks(self, value: Any, state_ref: Callable[[], Any],
                            init_metadata: Optional[Dict[str, Any]] = None) -> None:
         """Run the ``init`` hooks with an :class:`~brainx.InitHookContext`."""
-        hooks = self._sorted("init")
+        self._run_type("init", InitHookContext, state_ref, value=value,
+                       init_metadata=dict(init_metadata or {}))
+
+    def _run_type(self, hook_type: str, context: type, state_ref: Callable[[], Any],
+                  **fields: Any) -> None:
+        """Run the enabled ``hook_type`` hooks, if any, with one ``context(...)`` for all."""
+        hooks = self._sorted(hook_type)
         if hooks:
-            self._run(hooks, InitHookContext("init", state_ref, value=value,
-                                             init_metadata=dict(init_metadata or {})))
+            self._run(hooks, context(hook_type, state_ref, **fields))
 
     def _run(self, hooks: Sequence[Hook], ctx: HookContext) -> None:
         for hook in hooks:

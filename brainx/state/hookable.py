@@ -162,72 +162,53 @@ def has_hooks_for(state: Any, *hook_types: str) -> bool:
     return any(_managers(state, t) for t in hook_types)
 
 
-def _enter(state: Any) -> "weakref.ref":
-    """Mark ``state``'s hooks as running in this thread; the weak reference for the contexts."""
+def _fire(state: Any, hook_type: str, run: Callable[[HookManager, "weakref.ref"], None]) -> None:
+    """Call ``run(manager, state_ref)`` for each manager with a ``hook_type`` hook for ``state``.
+
+    Global first. Meanwhile ``state`` is marked as running its hooks in this
+    thread, so a hook's own reads and writes of it do not run them again; the
+    mark goes whatever a hook raises.
+    """
+    managers = _managers(state, hook_type)
+    if not managers:
+        return
     _FIRING.states.add(id(state))
-    return weakref.ref(state)
-
-
-def _leave(state: Any) -> None:
-    _FIRING.states.discard(id(state))
+    try:
+        ref = weakref.ref(state)
+        for manager in managers:
+            run(manager, ref)
+    finally:
+        _FIRING.states.discard(id(state))
 
 
 def fire_read(state: Any, value: Any) -> None:
     """Run the ``read`` hooks of ``state`` (global first)."""
-    managers = _managers(state, "read")
-    if managers:
-        ref = _enter(state)
-        try:
-            for manager in managers:
-                manager.execute_read_hooks(value, ref)
-        finally:
-            _leave(state)
+    _fire(state, "read", lambda manager, ref: manager.execute_read_hooks(value, ref))
 
 
 def fire_write_before(state: Any, value: Any, old_value: Any) -> Any:
     """Run the ``write_before`` hooks, chained (global first); the value to write."""
-    managers = _managers(state, "write_before")
-    if managers:
-        ref = _enter(state)
-        try:
-            for manager in managers:
-                value = manager.execute_write_before_hooks(value, old_value, ref)
-        finally:
-            _leave(state)
-    return value
+    chained = [value]
+
+    def run(manager: HookManager, ref: "weakref.ref") -> None:
+        chained[0] = manager.execute_write_before_hooks(chained[0], old_value, ref)
+
+    _fire(state, "write_before", run)
+    return chained[0]
 
 
 def fire_write_after(state: Any, value: Any, old_value: Any) -> None:
     """Run the ``write_after`` hooks (global first)."""
-    managers = _managers(state, "write_after")
-    if managers:
-        ref = _enter(state)
-        try:
-            for manager in managers:
-                manager.execute_write_after_hooks(value, old_value, ref)
-        finally:
-            _leave(state)
+    _fire(state, "write_after",
+          lambda manager, ref: manager.execute_write_after_hooks(value, old_value, ref))
 
 
 def fire_restore(state: Any, value: Any, old_value: Any) -> None:
     """Run the ``restore`` hooks (global first)."""
-    managers = _managers(state, "restore")
-    if managers:
-        ref = _enter(state)
-        try:
-            for manager in managers:
-                manager.execute_restore_hooks(value, old_value, ref)
-        finally:
-            _leave(state)
+    _fire(state, "restore",
+          lambda manager, ref: manager.execute_restore_hooks(value, old_value, ref))
 
 
 def fire_init(state: Any, value: Any, metadata: Dict[str, Any]) -> None:
     """Run the global ``init`` hooks (a new state has none of its own yet)."""
-    managers = _managers(state, "init")
-    if managers:
-        ref = _enter(state)
-        try:
-            for manager in managers:
-                manager.execute_init_hooks(value, ref, metadata)
-        finally:
-            _leave(state)
+    _fire(state, "init", lambda manager, ref: manager.execute_init_hooks(value, ref, metadata))

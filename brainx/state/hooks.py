@@ -21,9 +21,10 @@ hook type       context                      runs
 
 Registering returns a :class:`HookHandle`, which enables, disables or removes
 the hook, and removes it at the end of a ``with`` block. This module holds the
-hook, its handle, the contexts and the errors; :mod:`brainx.state.hook_manager`
-keeps and runs the hooks of one state, :mod:`brainx.state.global_hooks` those of
-every state. When hooks run inside a transform, and what that costs a program
+hook, its handle, the contexts and the errors, and :class:`HookOwner`, what a
+handle needs of the manager that holds its hook; :mod:`brainx.state.hook_manager`
+(which imports this module, never the reverse) keeps and runs the hooks of one
+state, :mod:`brainx.state.global_hooks` those of every state. When hooks run inside a transform, and what that costs a program
 with none, is told in ``docs/state-hooks.md``.
 """
 
@@ -34,18 +35,15 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Optional
+from typing import Any, Callable, Dict, Literal, Optional, Protocol, runtime_checkable
 
 from brainx.errors import BrainxError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from brainx.state.hook_manager import HookManager
 
 __all__ = [
     "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
     "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookError",
     "HookExecutionError", "HookRegistrationError", "HookCancellationError", "HookWarning",
-    "HOOK_TYPES", "HookType",
+    "HOOK_TYPES", "HookType", "HookOwner",
 ]
 
 HookType = Literal["read", "write_before", "write_after", "restore", "init"]
@@ -246,6 +244,22 @@ class Hook:
         return f"Hook(name={self.name!r}, priority={self.priority}, {status})"
 
 
+@runtime_checkable
+class HookOwner(Protocol):
+    """What a :class:`HookHandle` needs of the manager that holds its hook.
+
+    :class:`~brainx.HookManager` (and so the global registry) is one. The
+    handle keeps only a weak reference to it, so a handle does not keep a
+    state's hooks alive.
+    """
+
+    def unregister_hook(self, handle: "HookHandle") -> bool:
+        """Remove the handle's hook; ``False`` if it is not (or no longer) held."""
+
+    def _invalidate_cache(self) -> None:
+        """Forget the sorted hooks, after a hook was enabled or disabled."""
+
+
 class HookHandle:
     """Enables, disables or removes one registered hook; a ``with`` block removes it on exit.
 
@@ -259,13 +273,13 @@ class HookHandle:
     ([1.0, 1.0], True, True)
     """
 
-    def __init__(self, manager_ref: "weakref.ref[HookManager]", hook: Hook, hook_type: str):
+    def __init__(self, manager_ref: "weakref.ref[HookOwner]", hook: Hook, hook_type: str):
         self._manager_ref = manager_ref
         self._hook = hook
         self._hook_type = hook_type
         self._removed = False
 
-    def _manager(self, action: str) -> "HookManager":
+    def _manager(self, action: str) -> HookOwner:
         if self._removed:
             raise HookError(f"Cannot {action} hook {self.name!r}: it was removed. Register it "
                             "again to use it.")
