@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import jax
 
-from brainx.graph.operations import GraphDef, merge_indexed, split_indexed
+from brainx.graph.graphdef import GraphDef, merge_indexed, split_indexed
 from brainx.graph.refmap import RefMap
 from brainx.nn.node import Node
 from brainx.state.state import State
