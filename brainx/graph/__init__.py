@@ -13,8 +13,8 @@ objects that own states (``nn.Module`` is one). Filters come from
 """
 
 from brainx.graph.convert import (
-    MergeContext, NodeStates, SplitContext, Static, flatten, graph_to_tree, merge_context,
-    split_context, tree_to_graph, unflatten,
+    MergeContext, NodeStates, SplitContext, Static, broadcast_prefix, flatten, graph_to_tree,
+    merge_context, split_context, tree_to_graph, unflatten,
 )
 from brainx.graph.graphdef import GraphDef
 from brainx.graph.node import Node
@@ -31,5 +31,5 @@ __all__ = [
     "treefy_merge", "graphdef", "clone", "update_states", "pop_states", "flatten", "unflatten",
     "graph_to_tree", "tree_to_graph", "NodeStates", "split_context", "merge_context",
     "SplitContext", "MergeContext", "RefMap", "Static", "GraphDef", "TreefyState",
-    "register_graph_node_type",
+    "register_graph_node_type", "broadcast_prefix",
 ]
