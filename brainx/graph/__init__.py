@@ -16,7 +16,7 @@ from brainx.graph.convert import (
     MergeContext, NodeStates, SplitContext, Static, broadcast_prefix, flatten, graph_to_tree,
     merge_context, split_context, tree_to_graph, unflatten,
 )
-from brainx.graph.graphdef import GraphDef
+from brainx.graph.structure import GraphDef
 from brainx.graph.node import Node
 from brainx.graph.operations import (
     clone, graphdef, nodes, pop_states, states, treefy_merge, treefy_split, treefy_states,

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import jax
 
-from brainx.graph.graphdef import GraphDef, merge_indexed, split_indexed
+from brainx.graph.structure import GraphDef, merge_indexed, split_indexed
 from brainx.graph.refmap import RefMap
 from brainx.graph.walk import is_graph_node, walk_tree
 from brainx.state.state import State

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import jax
 
 from brainx.errors import TraceContextError
-from brainx.graph.graphdef import merge_indexed, split_indexed
+from brainx.graph.structure import merge_indexed, split_indexed
 from brainx.graph.refmap import RefMap
 from brainx.graph.walk import node_children, register_graph_node_type, walk_tree
 from brainx.state.state import State, _Expired, structure_changed

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Tuple, Union
 
-from brainx.graph.graphdef import GraphDef, merge_indexed, split_indexed
+from brainx.graph.structure import GraphDef, merge_indexed, split_indexed
 from brainx.graph.refmap import RefMap
 from brainx.graph.treefy import TreefyState
 from brainx.graph.walk import (
