@@ -68,7 +68,7 @@ class Node:
     >>> list(brainx.graph.states(buf))
     ['data']
     >>> buf
-    Buffer(data=ShortTermState(float32[3]))
+    Buffer(data=ShortTermState(shape=(3,), dtype=float32))
     >>> copy.deepcopy(buf).data is buf.data
     False
     """
