@@ -178,7 +178,7 @@ def test_clone_graphdef_and_update_states():
     graph.update_states(twin, FlattedDict({"weight": {"weight": jnp.ones((2, 3)),
                                                       "bias": jnp.ones(3)}}))
     np.testing.assert_array_equal(twin(x), np.full((1, 3), 3.0))
-    with pytest.raises(KeyError, match="'bias' is not a state|not a state of Linear"):
+    with pytest.raises(ValueError, match="bias is not a state of Linear"):
         graph.update_states(lin, FlattedDict({"bias": jnp.ones(3)}))
 
 

@@ -13,20 +13,23 @@ objects that own states (``nn.Module`` is one). Filters come from
 """
 
 from brainx.graph.convert import (
-    MergeContext, NodeStates, SplitContext, Static, flatten, graph_to_tree, merge_context,
-    split_context, tree_to_graph, unflatten,
+    MergeContext, NodeStates, SplitContext, Static, broadcast_prefix, flatten, graph_to_tree,
+    merge_context, split_context, tree_to_graph, unflatten,
 )
+from brainx.graph.structure import GraphDef
+from brainx.graph.node import Node
 from brainx.graph.operations import (
-    GraphDef, clone, graphdef, iter_leaf, iter_node, nodes, pop_states, states, treefy_merge,
-    treefy_split, treefy_states, update_states,
+    clone, graphdef, nodes, pop_states, states, treefy_merge, treefy_split, treefy_states,
+    update_states,
 )
 from brainx.graph.refmap import RefMap
 from brainx.graph.treefy import TreefyState
-from brainx.nn.node import Node
+from brainx.graph.walk import iter_leaf, iter_node, register_graph_node_type
 
 __all__ = [
     "Node", "states", "nodes", "iter_leaf", "iter_node", "treefy_states", "treefy_split",
     "treefy_merge", "graphdef", "clone", "update_states", "pop_states", "flatten", "unflatten",
     "graph_to_tree", "tree_to_graph", "NodeStates", "split_context", "merge_context",
     "SplitContext", "MergeContext", "RefMap", "Static", "GraphDef", "TreefyState",
+    "register_graph_node_type", "broadcast_prefix",
 ]

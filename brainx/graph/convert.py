@@ -20,15 +20,16 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import jax
 
-from brainx.graph.operations import GraphDef, merge_indexed, split_indexed
+from brainx.graph.structure import GraphDef, merge_indexed, split_indexed
 from brainx.graph.refmap import RefMap
-from brainx.nn.node import Node
+from brainx.graph.walk import is_graph_node, walk_tree
 from brainx.state.state import State
 from brainx.util.filter import Filter
 from brainx.util.mappings import FlattedDict, NestedDict
 
 __all__ = ["flatten", "unflatten", "split_context", "merge_context", "SplitContext",
-           "MergeContext", "NodeStates", "graph_to_tree", "tree_to_graph", "Static"]
+           "MergeContext", "NodeStates", "graph_to_tree", "tree_to_graph", "Static",
+           "broadcast_prefix"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,18 +215,46 @@ def _default_merge(ctx: MergeContext, path, prefix, leaf) -> Any:
     return ctx.treefy_merge(leaf.graphdef, *leaf.states)
 
 
-def _prefixes(prefix: Any, tree: Any, is_leaf=None) -> list:
-    """One prefix per leaf of ``tree`` (``prefix`` is a prefix tree of it)."""
-    n = len(jax.tree_util.tree_leaves(tree, is_leaf=is_leaf))
-    if prefix is _MISSING:
-        return [None] * n
-    out = []
-    jax.tree.map(lambda p, sub: out.extend([p] * len(jax.tree_util.tree_leaves(sub, is_leaf))),
-                 prefix, tree, is_leaf=lambda x: x is None)
-    if len(out) != n:
-        raise ValueError(f"The prefix gives {len(out)} values for the {n} leaves of the tree; it "
-                         "must be a prefix tree of it.")
+def broadcast_prefix(prefix_tree: Any, full_tree: Any,
+                     prefix_is_leaf: Optional[Callable[[Any], bool]] = None,
+                     tree_is_leaf: Optional[Callable[[Any], bool]] = None) -> list:
+    """One prefix per leaf of ``full_tree``: each leaf of ``prefix_tree`` repeated over its subtree.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> brainx.graph.broadcast_prefix([0, 1], [{"a": 1, "b": 2}, 3])
+    [0, 0, 1]
+    """
+    out: list = []
+    jax.tree.map(lambda p, sub: out.extend(
+        [p] * jax.tree_util.tree_structure(sub, is_leaf=tree_is_leaf).num_leaves),
+        prefix_tree, full_tree, is_leaf=prefix_is_leaf)
     return out
+
+
+def _prefixes(prefix: Any, flat: list, tree: Any, is_leaf=None) -> list:
+    """One prefix per leaf in ``flat`` (``prefix`` is a prefix tree of ``tree``)."""
+    if prefix is _MISSING:
+        return [None] * len(flat)
+    out = broadcast_prefix(prefix, tree, prefix_is_leaf=lambda x: x is None or bool(
+        is_leaf and is_leaf(x)), tree_is_leaf=is_leaf)
+    if len(out) != len(flat):
+        raise ValueError(f"Mismatched number of leaves ({len(flat)}) and broadcast prefixes "
+                         f"({len(out)}): the prefix must be a prefix tree of the tree.")
+    return out
+
+
+def _record_aliases(leaf: Any, path, prefix: Any, seen: Dict[int, Tuple[Any, Any, Any]]) -> None:
+    """Note the prefix of ``leaf`` and of every node and state inside it; a second prefix raises."""
+    for inner, obj in walk_tree(leaf):
+        where = jax.tree_util.keystr(path) + "".join(f".{k}" for k in inner)
+        first = seen.setdefault(id(obj), (where, prefix, obj))
+        if first[1] != prefix:
+            raise ValueError(
+                f"Inconsistent aliasing: the {type(obj).__name__} at {first[0]} is also at "
+                f"{where}: one object with two prefixes ({first[1]!r} and {prefix!r}). It gets one "
+                "prefix (e.g. one in_axes); give it the same one in both places, or copy it.")
 
 
 def graph_to_tree(tree: Any, /, *, prefix: Any = _MISSING,
@@ -250,19 +279,14 @@ def graph_to_tree(tree: Any, /, *, prefix: Any = _MISSING,
     (True, 6)
     """
     flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
-    prefixes = _prefixes(prefix, tree)
-    seen: Dict[int, Tuple[Any, Any]] = {}
+    prefixes = _prefixes(prefix, flat, tree)
+    seen: Dict[int, Tuple[Any, Any, Any]] = {}
     leaves = []
     with split_context() as (ctx, index):
         for (path, leaf), leaf_prefix in zip(flat, prefixes):
-            if isinstance(leaf, Node):
+            if is_graph_node(leaf):
                 if check_aliasing and prefix is not _MISSING:
-                    first = seen.setdefault(id(leaf), (path, leaf_prefix))
-                    if first[1] != leaf_prefix:
-                        raise ValueError(
-                            f"{type(leaf).__name__} at {jax.tree_util.keystr(first[0])} and "
-                            f"{jax.tree_util.keystr(path)} is one node with two prefixes "
-                            f"({first[1]!r} and {leaf_prefix!r}); give it one.")
+                    _record_aliases(leaf, path, leaf_prefix, seen)
                 leaves.append(split_fn(ctx, path, leaf_prefix, leaf))
             else:
                 leaves.append(split_fn(ctx, path, leaf_prefix, leaf)
@@ -282,7 +306,7 @@ def tree_to_graph(tree: Any, /, *, prefix: Any = _MISSING,
                   map_non_graph_nodes: bool = False) -> Any:
     """The inverse of :func:`graph_to_tree`: every :class:`NodeStates` becomes a new node."""
     flat, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_leaf)
-    prefixes = _prefixes(prefix, tree, is_leaf)
+    prefixes = _prefixes(prefix, flat, tree, is_leaf)
     with merge_context() as (ctx, _):
         leaves = [merge_fn(ctx, path, p, leaf) if is_node_leaf(leaf) or map_non_graph_nodes
                   else leaf for (path, leaf), p in zip(flat, prefixes)]

@@ -18,12 +18,14 @@ list indices and dict keys that leads to an object (a
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Tuple, Union
 
+from brainx.graph.structure import GraphDef, merge_indexed, split_indexed
 from brainx.graph.refmap import RefMap
 from brainx.graph.treefy import TreefyState
-from brainx.nn.module import MAX_DEPTH, walk_tree
-from brainx.nn.node import Node, node_children
+from brainx.graph.walk import (
+    MAX_INT, graph_node_impl, is_container, iter_leaf, iter_node, node_children, walk_tree,
+)
 from brainx.state.state import State
 from brainx.util.filter import Filter
 from brainx.util.mappings import FlattedDict, NestedDict, select
@@ -31,7 +33,7 @@ from brainx.util.path import DottedPath
 
 __all__ = [
     "states", "nodes", "treefy_states", "treefy_split", "treefy_merge", "graphdef", "clone",
-    "update_states", "iter_node", "GraphDef",
+    "update_states", "pop_states", "iter_leaf", "iter_node", "GraphDef",
 ]
 
 
@@ -40,7 +42,7 @@ def _collect(found, filters: Tuple[Filter, ...]):
 
 
 def states(node: Any, *filters: Filter,
-           allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)
+           allowed_hierarchy: Tuple[int, int] = (0, MAX_INT)
            ) -> Union[FlattedDict, Tuple[FlattedDict, ...]]:
     """The states reachable from ``node`` (a module, or lists/tuples/dicts of them and of states).
 
@@ -75,7 +77,7 @@ def states(node: Any, *filters: Filter,
 
 
 def nodes(node: Any, *filters: Filter,
-          allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)
+          allowed_hierarchy: Tuple[int, int] = (0, MAX_INT)
           ) -> Union[FlattedDict, Tuple[FlattedDict, ...]]:
     """The modules reachable from ``node``, ``node`` itself included (path ``()``), as brainstate.
 
@@ -91,16 +93,7 @@ def nodes(node: Any, *filters: Filter,
     >>> list(brainx.graph.nodes(net, brainx.nn.Linear))
     ['layers.0']
     """
-    found = ((p, x) for p, x in walk_tree(node, allowed_hierarchy=allowed_hierarchy)
-             if isinstance(x, Node))
-    return _collect(found, filters)
-
-
-def iter_node(node: Any, allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)):
-    """``(path, module)`` for every module reachable from ``node``, ``node`` included."""
-    for path, x in walk_tree(node, allowed_hierarchy=allowed_hierarchy):
-        if isinstance(x, Node):
-            yield DottedPath(path), x
+    return _collect(iter_node(node, allowed_hierarchy=allowed_hierarchy), filters)
 
 
 def treefy_states(node: Any, *filters: Filter) -> Union[NestedDict, Tuple[NestedDict, ...]]:
@@ -120,66 +113,6 @@ def treefy_states(node: Any, *filters: Filter) -> Union[NestedDict, Tuple[Nested
     snapshot = NestedDict.from_flat(
         FlattedDict((p, TreefyState.from_state(s)) for p, s in states(node).items()))
     return snapshot.filter(*filters) if filters else snapshot
-
-
-class GraphDef:
-    """A model's structure without its states: what :func:`treefy_merge` rebuilds from.
-
-    It holds a copy of the modules, lists, tuples and dicts of the model in
-    which every state is replaced by the path of its snapshot. Other
-    attributes (arrays, numbers, functions, other objects) are shared with
-    the model, not copied.
-    """
-
-    def __init__(self, skeleton: Any, paths: Tuple[DottedPath, ...], index: Tuple[int, ...]):
-        self._skeleton = skeleton
-        self.paths = paths
-        self.index = index  # each state's index in the split's RefMap (shared states: one)
-
-    def __repr__(self) -> str:
-        return f"GraphDef({type(self._skeleton).__name__}, states={list(self.paths)})"
-
-
-class _Slot:
-    """Where a state was, in a :class:`GraphDef` skeleton: its index in the split."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int):
-        self.index = index
-
-    def __repr__(self) -> str:
-        return f"<state {self.index}>"
-
-
-def _rebuild(obj: Any, leaf, memo: Dict[int, Any]) -> Any:
-    """A copy of the module/container structure of ``obj``; ``leaf(x)`` replaces states/slots."""
-    key = id(obj)
-    if key in memo:
-        return memo[key]
-    if isinstance(obj, (State, _Slot)):
-        new = memo[key] = leaf(obj)
-        return new
-    if isinstance(obj, Node):
-        new = memo[key] = object.__new__(type(obj))
-        hidden = type(obj).graph_invisible_attrs  # not the node's: kept as they are
-        new.__dict__.update({k: v if k in hidden else _rebuild(v, leaf, memo)
-                             for k, v in vars(obj).items()})
-        return new
-    if isinstance(obj, dict):
-        items = {k: _rebuild(v, leaf, memo) for k, v in obj.items()}
-        new = memo[key] = items if type(obj) is dict else type(obj)(items)
-        return new
-    if isinstance(obj, list):
-        new = memo[key] = type(obj)() if type(obj) is not list else []
-        new.extend(_rebuild(v, leaf, memo) for v in obj)
-        return new
-    if isinstance(obj, tuple):
-        items = [_rebuild(v, leaf, memo) for v in obj]
-        new = memo[key] = (type(obj)(*items) if hasattr(obj, "_fields") else
-                           tuple(items) if type(obj) is tuple else type(obj)(items))
-        return new
-    return obj
 
 
 def treefy_split(node: Any, *filters: Filter) -> Tuple[Any, ...]:
@@ -205,24 +138,6 @@ def treefy_split(node: Any, *filters: Filter) -> Tuple[Any, ...]:
     return (graphdef, *parts)
 
 
-def split_indexed(node: Any, ref_index: "RefMap", treefy_state: bool = True,
-                  memo: Optional[Dict[int, Any]] = None):
-    """``(graphdef, NestedDict)`` of ``node``; each state gets an index in ``ref_index``.
-
-    States already in ``ref_index`` (seen in an earlier split of the same
-    :func:`~brainx.graph.split_context`) keep their index, and nodes already
-    in ``memo`` their skeleton, so :func:`merge_indexed` rebuilds one state
-    and one node for them, shared again.
-    """
-    found = states(node)
-    index = tuple(ref_index.setdefault(s, len(ref_index)) for s in found.values())
-    slots = {id(s): _Slot(i) for s, i in zip(found.values(), index)}
-    skeleton = _rebuild(node, lambda s: slots[id(s)], {} if memo is None else memo)
-    snapshot = NestedDict.from_flat(FlattedDict(
-        (p, TreefyState.from_state(s) if treefy_state else s) for p, s in found.items()))
-    return GraphDef(skeleton, tuple(found), index), snapshot
-
-
 def treefy_merge(graphdef: GraphDef, *state_mappings: Union[NestedDict, FlattedDict]) -> Any:
     """A new model with ``graphdef``'s structure and new states built from the snapshots.
 
@@ -230,35 +145,6 @@ def treefy_merge(graphdef: GraphDef, *state_mappings: Union[NestedDict, FlattedD
     it is); the mappings are merged first, later ones winning.
     """
     return merge_indexed(graphdef, FlattedDict.merge(*state_mappings), {})
-
-
-def merge_indexed(graphdef: GraphDef, given: FlattedDict, index_ref: Dict[int, State],
-                  memo: Optional[Dict[int, Any]] = None) -> Any:
-    """As :func:`treefy_merge`; a state whose index is in ``index_ref`` is reused from there,
-    and a node already rebuilt in ``memo`` (by skeleton) too."""
-    if not isinstance(graphdef, GraphDef):
-        raise TypeError(f"treefy_merge: expected a GraphDef first (from treefy_split), got "
-                        f"{type(graphdef).__name__}.")
-    missing = [p for p in graphdef.paths if p not in given]
-    if missing:
-        raise ValueError(f"treefy_merge: no state given for {[str(p) for p in missing]}. Pass "
-                         "every part that treefy_split returned.")
-    path_of = dict(zip(graphdef.index, graphdef.paths))
-
-    def make(slot: _Slot) -> State:
-        if slot.index in index_ref:
-            return index_ref[slot.index]
-        path = path_of[slot.index]
-        ref = given[path]
-        if isinstance(ref, TreefyState):
-            ref = ref.to_state()
-        elif not isinstance(ref, State):
-            raise TypeError(f"treefy_merge: {path} is {ref!r}; expected a TreefyState "
-                            "(from treefy_split or treefy_states) or a State.")
-        index_ref[slot.index] = ref
-        return ref
-
-    return _rebuild(graphdef._skeleton, make, {} if memo is None else memo)
 
 
 def graphdef(node: Any) -> GraphDef:
@@ -282,7 +168,19 @@ def clone(node: Any) -> Any:
 
 def update_states(node: Any, state_dict: Union[NestedDict, FlattedDict], /,
                   *state_dicts: Union[NestedDict, FlattedDict]) -> None:
-    """Write snapshots, states or plain values, keyed by path, into ``node``'s existing states.
+    """Write snapshots, states or plain values into ``node``'s states, by path; re-add missing ones.
+
+    For each path of the (merged) mappings:
+
+    * a state there takes the value (and metadata) of a ``TreefyState`` or
+      ``State``, or a plain value;
+    * a path whose last key a graph node lacks gets a ``TreefyState`` (as a
+      new state) or a ``State`` (as it is) back as an attribute:
+      ``update_states(node, pop_states(node, ...))`` undoes a pop;
+    * anything else is an error (``ValueError``): a state for an attribute
+      that is not a state, a state for a whole sub-node, a plain value for a
+      missing key (a typo would add an attribute), a key a list, tuple or
+      dict lacks (they are values: rebuild them), or a path through a leaf.
 
     Examples
     --------
@@ -294,60 +192,73 @@ def update_states(node: Any, state_dict: Union[NestedDict, FlattedDict], /,
     0.0
     """
     given = FlattedDict.merge(state_dict, *state_dicts)
-    current = states(node)
-    unknown = [str(p) for p in given if p not in current]
-    if unknown:
-        raise KeyError(f"update_states: {unknown} is not a state of {type(node).__name__} (its "
-                       f"states: {[str(p) for p in current]}).")
     for path, new in given.items():
-        current[path].value = new.value if isinstance(new, (State, TreefyState)) else new
+        _update_one(node, tuple(path), new)
 
 
-def iter_leaf(node: Any, allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)):
-    """``(path, leaf)`` for every value in ``node``'s tree that is not a node or a container.
+def _update_one(root: Any, path: tuple, new: Any) -> None:
+    where, owner = "the root", root
+    for key in path[:-1]:
+        children = dict(node_children(owner))
+        if key not in children:
+            raise ValueError(f"update_states: {DottedPath(path)}: {where} "
+                             f"({type(owner).__name__}) has no {key!r}.")
+        owner, where = children[key], f"{where}.{key}" if where != "the root" else str(key)
+    key = path[-1]
+    children = dict(node_children(owner))
+    if graph_node_impl(owner) is None and not is_container(owner):
+        raise ValueError(f"update_states: {DottedPath(path)} goes through {where}, a "
+                         f"{type(owner).__name__}, which holds no states.")
+    if key not in children:
+        impl = graph_node_impl(owner)
+        if impl is None:
+            raise ValueError(f"update_states: cannot add {key!r} to {where}, a "
+                             f"{type(owner).__name__} (a value, not a node). Add states to "
+                             "graph nodes only.")
+        if not isinstance(new, (State, TreefyState)):
+            raise ValueError(f"update_states: {DottedPath(path)} is not a state of "
+                             f"{type(root).__name__}, and a plain value ({type(new).__name__}) "
+                             "cannot be added as one. Give a State or TreefyState to add a "
+                             "state; check the path for a typo.")
+        impl.set_key(owner, key, new.to_state() if isinstance(new, TreefyState) else new)
+        return
+    current = children[key]
+    if isinstance(current, State):
+        if isinstance(new, State):
+            if new is not current:
+                current.value = new.value
+                _copy_metadata(new, current)
+        elif isinstance(new, TreefyState):
+            current.value = new.value
+            _copy_metadata(new, current)
+        else:
+            current.value = new
+    elif isinstance(new, (State, TreefyState)):
+        what = "a node or container" if graph_node_impl(current) or is_container(current) else \
+            f"a {type(current).__name__}, not a state"
+        raise ValueError(f"update_states: {DottedPath(path)} is {what}; a state cannot "
+                         f"replace it ({new!r}). Give the states under it by their own paths.")
+    else:
+        raise ValueError(f"update_states: {DottedPath(path)} is not a state "
+                         f"({type(current).__name__}); update_states writes states only.")
 
-    States are leaves (each once, under its first path), and so are the other
-    attribute values: arrays, numbers, ``None``, functions.
 
-    Examples
-    --------
-    >>> import brainx
-    >>> [(str(p), type(x).__name__) for p, x in brainx.graph.iter_leaf(brainx.nn.Dropout(0.5))]
-    [('_name', 'NoneType'), ('prob', 'float'), ('broadcast_dims', 'tuple')]
-    """
-    lo, hi = allowed_hierarchy
-    seen: set = set()
-
-    def walk(obj: Any, path: tuple, depth: int):
-        if isinstance(obj, State):
-            if id(obj) not in seen:
-                seen.add(id(obj))
-                if lo <= depth:
-                    yield DottedPath(path), obj
-            return
-        is_node = isinstance(obj, Node)
-        if is_node or isinstance(obj, (dict, list, tuple)) and any(
-                isinstance(v, (State, Node, dict, list, tuple)) for _, v in node_children(obj)):
-            if id(obj) in seen:
-                return
-            seen.add(id(obj))
-            depth += bool(is_node and path)
-            if depth <= hi:
-                for key, child in node_children(obj):
-                    yield from walk(child, path + (key,), depth)
-            return
-        if lo <= depth:
-            yield DottedPath(path), obj
-
-    yield from walk(node, (), 0)
+def _copy_metadata(source: Any, target: State) -> None:
+    """``name``, ``tag`` and the other metadata of a state or snapshot onto ``target``."""
+    meta = source.get_metadata() if isinstance(source, TreefyState) else {
+        k: v for k, v in vars(source).items() if not k.startswith("_")}
+    for k, v in meta.items():
+        if not k.startswith("_"):
+            setattr(target, k, v)
 
 
 def pop_states(node: Any, *filters: Filter) -> Union[NestedDict, Tuple[NestedDict, ...]]:
     """Remove the states the filters match from ``node``'s tree and return them, by path.
 
     One :class:`~brainx.util.NestedDict` of ``State`` objects per filter (at
-    least one filter). A state is removed from the node attribute or dict
-    that holds it; one inside a list or tuple cannot be removed
+    least one filter). A state is removed from every node attribute or dict
+    that holds it (a shared or tied state leaves no alias behind) and listed
+    once, under its first path. One held by a list or tuple cannot be removed
     (``ValueError``, nothing removed).
 
     Examples
@@ -364,29 +275,41 @@ def pop_states(node: Any, *filters: Filter) -> Union[NestedDict, Tuple[NestedDic
     (['h'], False)
     """
     if not filters:
-        raise ValueError("pop_states needs at least one filter (which states to remove), "
-                         "e.g. pop_states(model, brainx.HiddenState).")
+        raise ValueError("Expected at least one filter: pop_states needs to know which states "
+                         "to remove, e.g. pop_states(model, brainx.HiddenState).")
     found = states(node, *filters) if len(filters) > 1 else (states(node, filters[0]),)
-    owners = []
-    for part in found:
-        for path in part:
-            owner = _owner(node, tuple(path))
-            if not isinstance(owner, (Node, dict)):
-                raise ValueError(f"pop_states: the state at {path} is held by a "
-                                 f"{type(owner).__name__}, which cannot lose an item. Keep it in "
-                                 "a node attribute or a dict to pop it.")
-            owners.append((owner, tuple(path)[-1]))
-    for owner, key in owners:
-        if isinstance(owner, Node):
-            delattr(owner, key)
+    chosen = {id(s) for part in found for s in part.values()}
+    holders = []
+    for owner, key, value in _every_holder(node):
+        if id(value) in chosen:
+            if isinstance(owner, (list, tuple)) or (
+                    graph_node_impl(owner) is None and not isinstance(owner, dict)):
+                raise ValueError(f"pop_states: {value!r} is held by a {type(owner).__name__} "
+                                 f"(at key {key!r}), which cannot lose an item. Keep it in a "
+                                 "node attribute or a dict to pop it.")
+            holders.append((owner, key))
+    for owner, key in holders:
+        impl = graph_node_impl(owner)
+        if impl is not None:
+            impl.pop_key(owner, key)
         else:
             del owner[key]
     result = tuple(NestedDict.from_flat(part) for part in found)
     return result[0] if len(result) == 1 else result
 
 
-def _owner(root: Any, path: tuple) -> Any:
-    obj = root
-    for key in path[:-1]:
-        obj = vars(obj)[key] if isinstance(obj, Node) else obj[key]
-    return obj
+def _every_holder(root: Any):
+    """``(owner, key, state)`` for every place a state is held (each node/container once)."""
+    seen: set = set()
+
+    def walk(obj: Any):
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        for key, child in node_children(obj):
+            if isinstance(child, State):
+                yield obj, key, child
+            else:
+                yield from walk(child)
+
+    yield from walk(root)

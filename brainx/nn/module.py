@@ -18,7 +18,8 @@ import numpy as np
 
 from brainx.mixin import ParamDesc
 from brainx.nn.init import to_size
-from brainx.nn.node import Node, node_children
+from brainx.graph.node import Node
+from brainx.graph.walk import MAX_INT, walk_tree
 from brainx.state.state import State
 from brainx.util.filter import Filter, to_predicate
 from brainx.util.mappings import FlattedDict, select
@@ -27,7 +28,7 @@ from brainx.util.path import DottedPath
 __all__ = ["Module", "iter_tree", "walk_tree", "to_predicate"]
 
 Path = Tuple[Any, ...]
-MAX_DEPTH = int(np.iinfo(np.int32).max)
+MAX_DEPTH = MAX_INT
 
 
 class Module(Node, ParamDesc):
@@ -216,48 +217,6 @@ class Module(Node, ParamDesc):
 def _collect(found, kind: type, filters: Sequence[Filter]):
     """The ``kind`` objects of ``found``, keyed by DottedPath, selected by ``filters``."""
     return select([(DottedPath(p), x) for p, x in found if isinstance(x, kind)], tuple(filters))
-
-
-def walk_tree(root: Any, order: str = "pre",
-              allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)) -> Iterator[Tuple[Path, Any]]:
-    """Every module and state reachable from ``root``, each once, with its path tuple.
-
-    A path holds attribute names, list/tuple indices (``int``) and dict keys
-    as they are: ``("blocks", 0, "w")``. ``order="pre"`` yields a module
-    before its contents, ``"post"`` after (children initialise before their
-    parent). Containers (list, tuple, dict) are walked but not yielded.
-    ``allowed_hierarchy=(lo, hi)`` keeps what sits at module depth ``lo`` to
-    ``hi`` (``root`` and its own states: 0, a submodule and its states: 1, ...).
-    """
-    if order not in ("pre", "post"):
-        raise ValueError(f"order must be 'pre' or 'post', got {order!r}.")
-    lo, hi = allowed_hierarchy
-    seen: set = set()
-
-    def walk(obj: Any, path: Path, depth: int):
-        if isinstance(obj, State):
-            if id(obj) not in seen:
-                seen.add(id(obj))
-                if lo <= depth:
-                    yield path, obj
-            return
-        is_module = isinstance(obj, Node)
-        if is_module or isinstance(obj, (dict, list, tuple)):
-            if id(obj) in seen:
-                return
-            seen.add(id(obj))
-            if is_module and path:
-                depth += 1
-            if depth > hi:
-                return
-            if is_module and order == "pre" and lo <= depth:
-                yield path, obj
-            for name, child in node_children(obj):
-                yield from walk(child, path + (name,), depth)
-            if is_module and order == "post" and lo <= depth:
-                yield path, obj
-
-    yield from walk(root, (), 0)
 
 
 def iter_tree(root: Any, order: str = "pre") -> Iterator[Tuple[Tuple[str, ...], Any]]:
