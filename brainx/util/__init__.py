@@ -53,7 +53,7 @@ from brainx.util.pretty import (
     MappingReprMixin, PrettyAttr, PrettyMapping, PrettyRepr, PrettyReprContext, PrettyType,
     pretty_repr_elem, pretty_repr_object, yield_unique_pretty_repr_items,
 )
-from brainx.util.tracing import StateJaxTracer
+from brainx.util.tracing import StateJaxTracer, current_jax_trace
 
 
 def __getattr__(name):

@@ -164,13 +164,13 @@ def pretty_repr_object(obj: PrettyRepr) -> str:
     }
     """
     if not isinstance(obj, PrettyRepr):
-        raise TypeError(f"pretty_repr_object needs a PrettyRepr (an object with "
-                        f"__pretty_repr__); got a {type(obj).__name__}. Use repr() for it.")
+        raise TypeError(f"Object {obj!r} is not representable by pretty_repr_object: it is a "
+                        f"{type(obj).__name__}, not a PrettyRepr. Use repr() for it.")
     items = obj.__pretty_repr__()
     header = next(items)
     if not isinstance(header, PrettyType):
-        raise TypeError(f"__pretty_repr__ of {type(obj).__name__} must yield a PrettyType "
-                        f"first; it yielded a {type(header).__name__}.")
+        raise TypeError(f"First item must be PrettyType: __pretty_repr__ of "
+                        f"{type(obj).__name__} yielded a {type(header).__name__} first.")
     lines = ",\n".join(pretty_repr_elem(header, elem) for elem in items)
     body = f"\n{lines}\n" if lines else header.empty_repr
     name = header.type if isinstance(header.type, str) else header.type.__name__
