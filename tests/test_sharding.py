@@ -55,7 +55,7 @@ def test_donate_states_updates_and_deletes_the_old_buffer():
     assert float(step(1.0)) == 9.0
     assert old.is_deleted() and not old_w.is_deleted()   # only written, selected states
     np.testing.assert_allclose(np.asarray(h.value), 3.0)
-    with pytest.raises(RuntimeError, match="deleted"):
+    with pytest.raises((RuntimeError, ValueError), match="deleted"):  # the fast path says ValueError
         old + 1                                          # the old value is gone
     h.value = old
     with pytest.raises(ValueError, match=r"HiddenState\(name='h'.*donated to an earlier call"):

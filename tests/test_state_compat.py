@@ -173,3 +173,60 @@ def test_group_state_num_state_refuses_names_out_of_step_with_the_value():
     g.name2index["1"] = 0  # two names for index 0, none for 1
     with pytest.raises(ValueError, match="holds 3 variables"):
         g.get_value(0)
+
+
+# -- state references (TreefyState) ----------------------------------------------------------
+
+def test_to_state_ref_snapshots_and_update_from_ref_writes_back():
+    import jax
+    w = brainx.ParamState(jnp.ones(3), name="w", tag="fast")
+    ref = w.to_state_ref()
+    assert isinstance(ref, brainx.TreefyState) and ref.type is brainx.ParamState
+    assert ref.name == "w" and ref.get_metadata()["_name"] == "w"
+    w.value = jnp.zeros(3)                          # the snapshot does not follow the state
+    np.testing.assert_array_equal(ref.value, jnp.ones(3))
+    doubled = jax.tree.map(lambda x: 2 * x, ref)
+    other = brainx.ParamState(jnp.zeros(3))
+    other.update_from_ref(doubled)
+    np.testing.assert_array_equal(other.value, 2 * jnp.ones(3))
+    assert other.name == "w" and other.tag == {"fast"}
+
+
+def test_update_from_ref_inside_jit_is_a_recorded_write():
+    s = brainx.State(jnp.zeros(2))
+    ref = brainx.TreefyState(brainx.State, jnp.ones(2), _name="s")
+
+    @brainx.transform.jit
+    def f():
+        s.update_from_ref(ref.replace(s.value + 5.0))
+
+    f()
+    np.testing.assert_array_equal(s.value, 5.0 * jnp.ones(2))
+    with pytest.raises(TypeError, match="TreefyState"):
+        s.update_from_ref(jnp.ones(2))
+
+
+def test_treefy_state_takes_brainstates_name_key_and_rebuilds_the_type():
+    ref = brainx.TreefyState(brainx.ShortTermState, jnp.arange(3.0), _name="x")
+    assert ref.name == "x"
+    ref.name = "y"
+    state = ref.to_state()
+    assert type(state) is brainx.ShortTermState and state.name == "y"
+    np.testing.assert_array_equal(state.value, jnp.arange(3.0))
+    assert brainx.TreefyState(brainx.State, 1.0, name="z").name == "z"
+    with pytest.raises(TypeError, match="not a brainx State"):
+        brainx.TreefyState(dict, 1.0).to_state()
+
+
+def test_identical_refs_share_a_treedef_so_jit_traces_once():
+    import jax
+    traces = []
+
+    @jax.jit
+    def f(ref):
+        traces.append(1)
+        return ref
+
+    f(brainx.ParamState(jnp.ones(3)).to_state_ref())
+    f(brainx.ParamState(jnp.zeros(3)).to_state_ref())
+    assert len(traces) == 1

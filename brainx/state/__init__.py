@@ -22,6 +22,7 @@ from brainx.state.state import (
 from brainx.state.trace import (
     NewStateCatcher, StateCatcher, StateTraceStack, active_traces, catch_new_states,
 )
+from brainx.state.treefy import TreefyState
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
@@ -29,6 +30,7 @@ __all__ = [
     "structure_epoch", "structure_changed", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "maybe_state", "check_state_value_tree", "TraceContextError", "NonBatchState",
     "StateMetadata", "check_state_jax_tracer", "FakeState", "NewStateCatcher", "StateDictManager",
+    "TreefyState",
     # state hooks
     "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
     "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",

@@ -17,6 +17,7 @@ from brainx.state.hookable import (
     has_hooks_for,
 )
 from brainx.state.trace import _THREAD, _notify_created, visible_value
+from brainx.state.treefy import TreefyState
 from brainx.state.values import _ARRAY_TYPES, _Expired, describe_value
 
 __all__ = [
@@ -305,6 +306,44 @@ class State(HookableState):
         for k, v in metadata.items():
             setattr(new, "name" if k == "_name" else k, v)  # `_name`: brainstate's key
         return new
+
+    def to_state_ref(self) -> TreefyState:
+        """A snapshot of this state (type, current value, name and tag) as a JAX pytree.
+
+        Examples
+        --------
+        >>> import jax, jax.numpy as jnp, brainx
+        >>> w = brainx.ParamState(jnp.ones(2), name="w")
+        >>> ref = jax.tree.map(lambda x: 3 * x, w.to_state_ref())
+        >>> ref.name, ref.value.tolist(), w.value.tolist()
+        ('w', [3.0, 3.0], [1.0, 1.0])
+        >>> w.update_from_ref(ref)
+        >>> w.value.tolist()
+        [3.0, 3.0]
+        """
+        return TreefyState.from_state(self)
+
+    def update_from_ref(self, state_ref: TreefyState) -> None:
+        """Take the value and metadata (name, tag, ...) of a :class:`~brainx.TreefyState`.
+
+        The value is written as ``state.value = ...`` would be (inside a
+        transform the write is recorded); nothing changes if it is refused.
+        """
+        if not isinstance(state_ref, TreefyState):
+            raise TypeError(f"{self!r}.update_from_ref: expected a TreefyState, got "
+                            f"{describe_value(state_ref)}.")
+        metadata = state_ref.get_metadata()
+        self.value = state_ref.value
+        self.name = metadata.pop("_name", self.name)
+        for k, v in metadata.items():
+            setattr(self, k, v)
+
+    @classmethod
+    def _from_snapshot(cls, value: Any, name: Optional[str], metadata: dict) -> "State":
+        # TreefyState.to_state: a new state of this class without running its __init__.
+        state = object.__new__(cls)
+        State.__init__(state, value, name=name, **metadata)
+        return state
 
     def _assign_checked(self, value: Any) -> None:
         """Assign outside every trace scope, refusing a tracer (the scopes call this)."""

@@ -1,5 +1,8 @@
 """`TreefyState`: a state as plain data, its type, value and metadata, and a JAX pytree.
 
+:meth:`State.to_state_ref <brainx.State.to_state_ref>` takes one and
+:meth:`State.update_from_ref <brainx.State.update_from_ref>` writes one back.
+
 :func:`brainx.graph.treefy_states` and :func:`brainx.graph.treefy_split`
 return the states of a model as ``TreefyState``\\ s: snapshots that do not
 change when the model's states do, that ``jax.tree.map`` maps over (the value
@@ -13,10 +16,11 @@ from typing import Any, Dict, Optional
 
 import jax
 
-from brainx.state.state import State, describe_value
+from brainx.state.values import describe_value
 
 __all__ = ["TreefyState"]
 
+# Per-instance bookkeeping, not metadata: a rebuilt state gets its own.
 _NOT_METADATA = ("_level", "_source")
 
 
@@ -30,7 +34,9 @@ class TreefyState:
     value : pytree
         The value.
     **metadata
-        The state's other attributes (``name``, ``tag``, ...).
+        The state's other attributes (``tag``, ...). The name is kept under
+        brainstate's key ``_name`` (``name=`` is accepted too) and read as
+        :attr:`name`.
 
     Examples
     --------
@@ -44,20 +50,27 @@ class TreefyState:
     """
 
     def __init__(self, type: type, value: Any, **metadata: Any):
+        if "name" in metadata:
+            metadata["_name"] = metadata.pop("name")
         self.type = type
         self.value = value
         vars(self).update(metadata)
 
     @classmethod
-    def from_state(cls, state: State) -> "TreefyState":
+    def from_state(cls, state: Any) -> "TreefyState":
         """The snapshot of ``state`` (its current value, read as ``state.value``)."""
         metadata = {k: v for k, v in vars(state).items()
                     if k not in _NOT_METADATA and not k.startswith("__brainx")}
-        return cls(type(state), state.value, name=state.name, **metadata)
+        return cls(type(state), state.value, _name=state.name, **metadata)
 
     @property
     def name(self) -> Optional[str]:
-        return vars(self).get("name")
+        """The state's name (``None`` if it has none)."""
+        return vars(self).get("_name")
+
+    @name.setter
+    def name(self, name: Optional[str]) -> None:
+        self._name = name
 
     def get_metadata(self) -> Dict[str, Any]:
         """Everything but ``type`` and ``value``."""
@@ -68,15 +81,18 @@ class TreefyState:
         return TreefyState(self.type, value, **self.get_metadata())
 
     def copy(self) -> "TreefyState":
+        """A new snapshot with the same value and metadata."""
         return self.replace(self.value)
 
-    def to_state(self) -> State:
+    def to_state(self) -> Any:
         """A new state of ``type`` with this value and metadata (its ``__init__`` is not run)."""
+        rebuild = getattr(self.type, "_from_snapshot", None)
+        if rebuild is None:
+            raise TypeError(f"TreefyState.to_state: its type {self.type!r} is not a brainx "
+                            "State class, so there is no state to rebuild.")
         metadata = self.get_metadata()
-        name = metadata.pop("name", None)
-        state = object.__new__(self.type)
-        State.__init__(state, self.value, name=name, **metadata)
-        return state
+        name = metadata.pop("_name", None)
+        return rebuild(self.value, name, metadata)
 
     def __eq__(self, other: Any) -> bool:
         if not isinstance(other, TreefyState):
