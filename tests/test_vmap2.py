@@ -100,3 +100,16 @@ def test_vmap2_new_states_axes():
     assert len(set(np.asarray(net.noise.value[0]).tolist())) == 5  # each lane its own draw
     with pytest.raises(ValueError, match="axis_size"):
         vmap2_new_states(net, {})
+
+
+def test_new_states_are_the_objects_built_in_the_one_trace_and_no_probe_runs():
+    made, asked = [], []
+
+    def init():
+        asked.append(brainx.transform.in_new_state_probe())
+        made.append(brainx.ParamState(brainx.random.normal(size=2)))
+        return made[-1]
+
+    w = brainx.transform.vmap_new_states(init, axis_size=4)()
+    assert asked == [False] and len(made) == 1 and w is made[0]
+    assert w.value.shape == (4, 2) and not bool((w.value[0] == w.value[1]).all())

@@ -29,6 +29,7 @@ from brainx.transform.control.loop_cache import clear_loop_cache
 from brainx.transform.control.loops import bounded_while_loop, for_loop, scan, while_loop
 from brainx.transform.mapping.vmap import VmappedFunction, map, vmap
 from brainx.transform.mapping.new_states import vmap_new_states
+from brainx.transform.mapping.probe import in_new_state_probe
 from brainx.transform.mapping.pmap import pmap2, pmap2_new_states
 from brainx.transform.mapping.shard_map import ShardMappedFunction, shard_map
 from brainx.transform.autodiff.products import jvp, vjp
@@ -50,7 +51,7 @@ __all__ = [
     "Residual", "ResidualReport", "gradient_temp_bytes", "memory_report", "MemoryReport",
     "MemoryRow", "policies", "vjp", "jvp",
     "cond", "switch", "ifelse", "scan", "for_loop", "while_loop", "bounded_while_loop",
-    "ProgressBar", "clear_loop_cache", "vmap", "vmap_new_states", "map", "VmappedFunction",
+    "ProgressBar", "clear_loop_cache", "vmap", "vmap_new_states", "in_new_state_probe", "map", "VmappedFunction",
     "checkpointed_scan", "checkpointed_for_loop", "checkpointed_while_loop",
     "CheckpointStrategy", "NoRemat", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
     # brainstate's extras (docs/transform-extras.md)
