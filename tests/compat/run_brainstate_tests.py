@@ -25,6 +25,12 @@ Usage::
     python tests/compat/run_brainstate_tests.py                 # a table per file
     python tests/compat/run_brainstate_tests.py --only _jit_test --verbose
     python tests/compat/run_brainstate_tests.py --json results.json
+    python tests/compat/run_brainstate_tests.py --lenient   # private names as failing stand-ins
+
+``--lenient`` answers "how much of brainstate's public behaviour holds": a
+private name brainx lacks (``TRACE_CONTEXT``, ``_size2shape``) becomes a
+stand-in that raises ``NotImplementedError`` when used, so one private import
+no longer fails every test of its file; the tests that use it still fail.
 """
 
 from __future__ import annotations
@@ -57,9 +63,43 @@ for name in ("transform", "random", "environ", "graph", "util", "nn", "typing", 
     sys.modules["brainstate." + name] = module
     setattr(brainx, name, module)
 
+# --lenient: a private name brainx lacks is a stand-in that fails when used, so
+# the file's other tests still run (a file is not lost to one private import).
+import os
+LENIENT = os.environ.get("BRAINX_COMPAT_LENIENT") == "1"
+
+
+class _NotMirrored:
+    def __init__(self, name):
+        object.__setattr__(self, "_name", name)
+
+    def _fail(self, *args, **kwargs):
+        raise NotImplementedError(f"the brainstate internal {self._name} is not mirrored "
+                                  "by brainx (a stand-in under --lenient)")
+
+    __call__ = __iter__ = __getitem__ = __enter__ = __len__ = _fail
+
+    def __getattr__(self, attr):
+        self._fail()
+
+
+def _forwarding(private_name, public):
+    module = types.ModuleType(private_name)
+
+    def forward(name):
+        try:
+            return getattr(public, name)
+        except AttributeError:
+            if LENIENT and not name.startswith("__"):
+                return _NotMirrored(f"{private_name}.{name}")
+            raise AttributeError(f"module {private_name!r} has no attribute {name!r}")
+    module.__getattr__ = forward
+    return module
+
+
 # Three private modules many tests import for public things: where brainx keeps them.
 import brainx.errors, brainx.state
-sys.modules["brainstate._state"] = brainx.state
+sys.modules["brainstate._state"] = _forwarding("brainstate._state", brainx.state)
 sys.modules["brainstate._error"] = brainx.errors
 # brainstate's private hook modules: the brainx modules that hold the same public names.
 import brainx.state.hooks, brainx.state.hook_manager, brainx.state.global_hooks
@@ -96,13 +136,7 @@ class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         public = importlib.import_module(module.__name__.rsplit(".", 1)[0])
-
-        def forward(name):
-            try:
-                return getattr(public, name)
-            except AttributeError:
-                raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
-        module.__getattr__ = forward
+        module.__getattr__ = _forwarding(module.__name__, public).__getattr__
 
 
 compatible = types.ModuleType("brainstate._compatible_import")
@@ -137,9 +171,10 @@ def export(repo: str, folder: str, only: str | None) -> list:
     return sorted(names)
 
 
-def run_file(folder: str, name: str, timeout: int, verbose: bool) -> dict:
+def run_file(folder: str, name: str, timeout: int, verbose: bool, lenient: bool = False) -> dict:
     path = os.path.join("bs_tests", name.split("/", 1)[1])
-    env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+    env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu",
+               BRAINX_COMPAT_LENIENT="1" if lenient else "0")
     try:
         run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                               "--tb=line", "-rf", path], cwd=folder,
@@ -168,11 +203,14 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=int, default=300, help="seconds per file")
     p.add_argument("--json", default=None)
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--lenient", action="store_true",
+                   help="a missing private name is a stand-in that fails when used, so the "
+                        "rest of its file runs (public behaviour only)")
     args = p.parse_args(argv)
     results = {}
     with tempfile.TemporaryDirectory() as folder:
         for name in export(args.repo, folder, args.only):
-            results[name] = run_file(folder, name, args.timeout, args.verbose)
+            results[name] = run_file(folder, name, args.timeout, args.verbose, args.lenient)
             c = results[name]
             total = c["passed"] + c["failed"] + c["error"]
             print(f"{name:60s} {c['passed']:4d} / {total:4d}"
