@@ -50,9 +50,11 @@ def test_only_written_states_are_outputs():
     def step(x):
         h.value = h.value + w.value * x
 
-    jaxpr, states = transform.make_jaxpr(step)(1.0)
+    jaxpr, states = transform.make_jaxpr(step, return_only_write=True)(1.0)
     assert states == (h, w)
     assert len(jaxpr.in_avals) == 3 and len(jaxpr.out_avals) == 1
+    everything, _ = transform.make_jaxpr(step)(1.0)      # brainstate's default: every state
+    assert len(everything.out_avals) == 2
     sig = transform.StatefulFunction(step).signature((1.0,), {})
     assert sig.write_states == (h,) and sig.read_only_states == (w,)
 

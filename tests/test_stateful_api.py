@@ -149,3 +149,66 @@ def test_jitted_fun_trace_and_compile_leave_states_alone():
     np.testing.assert_allclose(a.value, before)     # nothing ran yet
     np.testing.assert_allclose(compiled(2.0), 6.0)
     np.testing.assert_allclose(a.value, 2.0 * np.arange(3.0))
+
+
+# -- brainstate's make_jaxpr layout, staleness, calling, returned states -----------------------
+
+def test_make_jaxpr_has_brainstates_layout_and_evaluates_like_the_function():
+    read, acc = brainx.State(jnp.full(2, 3.0)), brainx.State(jnp.zeros(2))
+
+    def step(x):
+        acc.value = acc.value + read.value * x
+        return acc.value.sum()
+
+    jaxpr, states = transform.make_jaxpr(step)(2.0)
+    assert set(states) == {read, acc}
+    values = [s.value for s in states]
+    out, *new = jax.core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, 2.0, *values)
+    expected = {read: read.value, acc: acc.value + read.value * 2.0}
+    assert float(out) == 12.0
+    for s, v in zip(states, new):                      # every state's value, in states order
+        np.testing.assert_array_equal(v, expected[s])
+    only_written, states2 = transform.make_jaxpr(step, return_only_write=True)(2.0)
+    assert len(only_written.out_avals) == 2            # out, then acc's new value
+    assert transform.make_jaxpr(step).__name__ == "step"
+    np.testing.assert_array_equal(acc.value, jnp.zeros(2))
+
+
+def test_a_state_that_changed_shape_makes_a_new_trace_not_a_stale_answer():
+    st = brainx.State(jnp.ones(3))
+
+    def mean(x):
+        v = st.value
+        return v.sum() / v.shape[0] + x * 0.0
+
+    sf = transform.StatefulFunction(mean)
+    assert float(sf(0.0)) == 1.0
+    st.value = jnp.arange(6.0)
+    assert float(sf(0.0)) == 2.5 == float(sf.jaxpr_call_auto(0.0))
+    jaxpr = sf.make_jaxpr(0.0).get_jaxpr(0.0)
+    assert jaxpr.in_avals[-1].shape == (6,)
+    with pytest.raises(ValueError, match="shapes and dtypes"):
+        sf.jaxpr_call([jnp.ones(4)], 0.0)
+
+
+def test_stateful_function_call_writes_back_and_validate_all_states():
+    h = brainx.State(jnp.zeros(2))
+
+    def step(x):
+        h.value = h.value + x
+        return h.value
+
+    sf = transform.StatefulFunction(step)
+    np.testing.assert_array_equal(sf(1.0), jnp.ones(2))
+    np.testing.assert_array_equal(sf(1.0), 2 * jnp.ones(2))
+    np.testing.assert_array_equal(h.value, 2 * jnp.ones(2))
+    assert list(sf.validate_all_states().values()) == [True]
+
+
+def test_returning_a_state_from_a_transform_is_a_clear_error():
+    a = brainx.State(jnp.ones(3))
+    with pytest.raises(ValueError, match="cannot return a State"):
+        transform.jit(lambda: a)()
+    with pytest.raises(ValueError, match="cannot return a State"):
+        transform.StatefulFunction(lambda x: brainx.State(x)).make_jaxpr(1.0)
+    np.testing.assert_array_equal(a.value, jnp.ones(3))

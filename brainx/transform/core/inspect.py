@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import jax
@@ -17,45 +18,59 @@ __all__ = ["make_jaxpr", "eval_shape"]
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
-               static_argnames: str | Sequence[str] = (), return_shape: bool = False) -> Callable:
+               static_argnames: str | Sequence[str] = (), axis_env: Any = None,
+               return_shape: bool = False, return_only_write: bool = False) -> Callable:
     """The jaxpr of a stateful function, with its states as explicit inputs and outputs.
 
     Returns a function that, given example arguments, returns
     ``(closed_jaxpr, states)`` (and the output's ``ShapeDtypeStruct`` s when
-    ``return_shape``). The jaxpr's inputs are the leaves of the values of
-    ``states`` followed by the dynamic arguments; its outputs are the leaves of
-    the function's output followed by the new values of the written states.
-    No state is changed.
+    ``return_shape``). The layout is brainstate's: the jaxpr's inputs are the
+    leaves of the dynamic arguments followed by the leaves of the values of
+    ``states``; its outputs are the leaves of the function's output followed by
+    the new values of every state (only the written ones with
+    ``return_only_write``). No state is changed.
+
+    Parameters
+    ----------
+    fun : callable
+        The function; it may read and write states.
+    static_argnums, static_argnames : int or str, or a sequence of them
+        Arguments that are Python values (not traced).
+    axis_env : sequence of (name, size) pairs, optional
+        Axis names to bind while tracing (for collectives such as ``psum``).
+    return_shape : bool
+        Also return the output's shapes.
+    return_only_write : bool
+        Output only the written states' new values.
 
     Examples
     --------
-    >>> import jax.numpy as jnp, brainx
+    >>> import jax, jax.numpy as jnp, brainx
     >>> h = brainx.HiddenState(jnp.zeros(2))
     >>> def step(x):
     ...     h.value = h.value + x
+    ...     return h.value.sum()
     >>> jaxpr, states = brainx.transform.make_jaxpr(step)(jnp.ones(2))
     >>> states == (h,), len(jaxpr.in_avals), len(jaxpr.out_avals)
-    (True, 2, 1)
+    (True, 2, 2)
+    >>> out, new_h = jax.core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, jnp.ones(2), h.value)
+    >>> float(out), new_h.tolist(), h.value.tolist()     # the state is untouched
+    (2.0, [1.0, 1.0], [0.0, 0.0])
     """
     sf = StatefulFunction(fun, static_argnums, static_argnames,
-                          name=f"make_jaxpr({getattr(fun, '__name__', 'fun')})")
+                          name=f"make_jaxpr({getattr(fun, '__name__', 'fun')})",
+                          return_only_write=return_only_write, axis_env=axis_env)
 
-    def make(*args, **kwargs):
-        jaxpr, states = _jaxpr_and_states(sf, args, kwargs)
+    @functools.wraps(fun)
+    def make_jaxpr_f(*args, **kwargs):
+        sf.make_jaxpr(*args, **kwargs)
+        cache_key = sf.get_arg_cache_key(*args, **kwargs)
+        jaxpr, states = sf.get_jaxpr_by_cache(cache_key), sf.get_states_by_cache(cache_key)
         if not return_shape:
             return jaxpr, states
-        return jaxpr, states, _eval_shape_sf(sf, args, kwargs)
+        return jaxpr, states, sf.get_out_shapes_by_cache(cache_key)[0]
 
-    return make
-
-
-def _jaxpr_and_states(sf: StatefulFunction, args: tuple, kwargs: dict):
-    """``(closed_jaxpr, states)``: inputs are the states' values then the dynamic arguments."""
-    def run(sig, key, dyn_args, dyn_kwargs):
-        values = peek_state_values(sig.states)
-        return jax.make_jaxpr(sf.pure(sig, key))(values, *dyn_args, **dyn_kwargs), sig.states
-
-    return sf.call(run, args, kwargs)
+    return make_jaxpr_f
 
 
 def _eval_shape_sf(sf: StatefulFunction, args: tuple, kwargs: dict):

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 import jax
 from jax.core import Tracer
 
-from brainx.errors import TracerLeakError
+from brainx.errors import StateTypeError, TracerLeakError
 from brainx.state.state import State
 from brainx.state.trace import TransformScope
 from brainx.transform.core.arguments import (
@@ -346,6 +346,7 @@ class StatefulFunction(StatefulFunctionAPI):
             new_values = [scope.overlay[s] for s, w in zip(states, written) if w]
             specs = tuple(WrittenSpec.of(v) for v in new_values)
             out_leaves, out_tree = jax.tree.flatten(out)
+            _refuse_state_outputs(out_leaves, self.name)
             inputs = tuple(i for i, s in enumerate(states) if s in lifted)
             statics = tuple(_lifted_statics(lifted[states[i]]) for i in inputs)
             found.update(states=states, written=written,
@@ -416,6 +417,15 @@ class StatefulFunction(StatefulFunctionAPI):
 
     def __repr__(self) -> str:
         return f"StatefulFunction({self.name})"
+
+
+def _refuse_state_outputs(out_leaves: Sequence[Any], where: str) -> None:
+    returned = [x for x in out_leaves if isinstance(x, State)]
+    if returned:
+        raise StateTypeError(
+            f"{where} returns {', '.join(repr(s) for s in returned)}: a transformed function "
+            "cannot return a State (only arrays leave a trace). Return its .value instead; "
+            "the state itself stays reachable where it lives. No state was changed.")
 
 
 def _refuse_foreign_tracers(state: State, value: Any, trace: Any, where: str) -> None:

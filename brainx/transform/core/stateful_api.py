@@ -24,7 +24,7 @@ import numpy as np
 from brainx.state.state import State
 from brainx.state.trace import StateTraceStack
 from brainx.transform.core.jaxpr_builder import abstractify
-from brainx.transform.core.state_io import read_state_values, write_state_values
+from brainx.transform.core.state_io import peek_state_values, read_state_values, write_state_values
 from brainx.transform.core.state_values import _is_array_like
 
 __all__ = ["StatefulFunctionAPI"]
@@ -69,7 +69,11 @@ class StatefulFunctionAPI:
         cache = self._api_cache()
         key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
         cache_key = self._key_of(key, dyn_args, dyn_kwargs)
-        if self._lookup(cache_key) is not None:
+        sig = self._lookup(cache_key)
+        if sig is not None and not self._fits(sig, args, kwargs):
+            self._forget(cache_key)   # a state's shape or dtype changed: a miss
+            sig = None
+        if sig is not None:
             self._stats["hits"] += 1
             cache.move_to_end(cache_key)
             return self
@@ -101,6 +105,14 @@ class StatefulFunctionAPI:
     def _cached(self, args, kwargs, compile_if_miss: bool):
         cache_key = self.get_arg_cache_key(*args, **kwargs)
         sig = self._lookup(cache_key)
+        if sig is not None and not self._fits(sig, args, kwargs):
+            if not compile_if_miss:
+                raise ValueError(
+                    f"{self.name}: the trace for these arguments is stale: the shape or dtype "
+                    f"of a state it uses changed since ({self._stale_states(sig)}). Call "
+                    "make_jaxpr(*args, **kwargs) again, or pass compile_if_miss=True.")
+            self._forget(cache_key)
+            sig = None
         if sig is None:
             if not compile_if_miss:
                 raise ValueError(f"{self.name}: no trace for these arguments; call "
@@ -120,6 +132,20 @@ class StatefulFunctionAPI:
                 self._trace_args.pop(cache_key, None)
                 self._jaxprs.pop(cache_key, None)
         return sig
+
+    def _fits(self, sig, args: tuple, kwargs: dict) -> bool:
+        """Whether the states' current values (and these arguments) fit ``sig``'s trace."""
+        _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        return sig.trace.flat_inputs(peek_state_values(sig.states),
+                                     jax.tree.leaves((dyn_args, dyn_kwargs))) is not None
+
+    def _stale_states(self, sig) -> str:
+        return ", ".join(repr(s) for s in sig.states) or "no states"
+
+    def _forget(self, cache_key: Hashable) -> None:
+        self._api_cache().pop(cache_key, None)
+        self._trace_args.pop(cache_key, None)
+        self._jaxprs.pop(cache_key, None)
 
     def _by_cache(self, cache_key: Hashable):
         sig = self._lookup(cache_key)
@@ -252,15 +278,40 @@ class StatefulFunctionAPI:
             raise ValueError(f"{self.name}: state_vals has None at {missing}; every state "
                              "needs a value.")
         _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        if sig.trace.flat_inputs(state_vals, jax.tree.leaves((dyn_args, dyn_kwargs))) is None:
+            raise ValueError(
+                f"{self.name}.jaxpr_call: the state values do not have the shapes and dtypes "
+                f"the trace was made with (states {list(sig.states)!r}). Give values shaped "
+                "like get_states()' current values, or call make_jaxpr again.")
         out, states = self._layout(sig)(dyn_args, dyn_kwargs, state_vals)
         return tuple(states), out
 
     def jaxpr_call_auto(self, *args, **kwargs):
-        """Evaluate the trace on the states' current values and write the written ones back."""
+        """Evaluate the trace on the states' current values and write the written ones back.
+
+        A state whose shape or dtype changed since the trace makes a new trace
+        (a cache miss), as a new argument type does.
+        """
         sig = self._cached(args, kwargs, True)
         new_values, out = self.jaxpr_call(read_state_values(sig.states), *args, **kwargs)
         write_state_values(sig.write_states, [v for v, w in zip(new_values, sig.written) if w])
         return out
+
+    def __call__(self, *args, **kwargs):
+        """:meth:`jaxpr_call_auto`: run the function on the states, as brainstate's does.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp, brainx
+        >>> h = brainx.State(jnp.zeros(2))
+        >>> def step(x):
+        ...     h.value = h.value + x
+        ...     return h.value.sum()
+        >>> sf = brainx.transform.StatefulFunction(step)
+        >>> float(sf(1.0)), float(sf(1.0)), h.value.tolist()
+        (2.0, 4.0, [2.0, 2.0])
+        """
+        return self.jaxpr_call_auto(*args, **kwargs)
 
     def debug_call(self, state_vals, *args, **kwargs):
         """Like :meth:`jaxpr_call`, but running the Python function eagerly on the values."""
@@ -279,6 +330,16 @@ class StatefulFunctionAPI:
         for s in sig.states:
             s.value  # noqa: B018 - raises ExpiredStateError for a dead trace's state
         return True
+
+    def validate_all_states(self) -> Dict[Hashable, Any]:
+        """:meth:`validate_states` for every kept trace: ``True``, or the error's message."""
+        results: Dict[Hashable, Any] = {}
+        for cache_key in list(self._api_cache()):
+            try:
+                results[cache_key] = self.validate_states(cache_key)
+            except (ValueError, RuntimeError) as e:
+                results[cache_key] = str(e)
+        return results
 
 
 class _WeakSignature:
