@@ -13,7 +13,7 @@ from jax.core import Tracer
 
 import brainx
 from brainx import transform
-from brainx.graph.treefy import TreefyState
+from brainx.state.treefy import TreefyState
 from brainx.state import state as state_module
 from brainx.state.hook_manager import hooks_active
 
@@ -247,7 +247,7 @@ def test_copies_and_snapshots_leave_hooks_behind():
     s = brainx.State(jnp.zeros(2), name="s")
     s.register_hook("read", lambda ctx: None)
     assert s.copy().list_hooks() == [] and s.replace(jnp.ones(2)).list_hooks() == []
-    assert TreefyState.from_state(s).get_metadata() == {"name": "s", "tag": None}
+    assert TreefyState.from_state(s).get_metadata() == {"_name": "s", "tag": None}  # brainstate's key
 
 
 # -- re-entry and threads -------------------------------------------------------------------

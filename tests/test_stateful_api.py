@@ -212,3 +212,19 @@ def test_returning_a_state_from_a_transform_is_a_clear_error():
     with pytest.raises(ValueError, match="cannot return a State"):
         transform.StatefulFunction(lambda x: brainx.State(x)).make_jaxpr(1.0)
     np.testing.assert_array_equal(a.value, jnp.ones(3))
+
+
+def test_a_state_passed_as_an_argument_is_refused_with_its_path():
+    a = brainx.State(jnp.ones(2))
+
+    def f(s, x):
+        s.value = s.value + x
+        return s.value.sum()
+
+    with pytest.raises(ValueError, match=r"cannot be an instance of State \(\[0\]\[0\]"):
+        transform.jit(f)(a, 1.0)
+    with pytest.raises(ValueError, match=r"\[1\]\['d'\]\['s'\]"):
+        transform.StatefulFunction(lambda *, d: d["s"].value).make_jaxpr(d={"s": a})
+    np.testing.assert_array_equal(a.value, jnp.ones(2))
+    # the supported way: the function reaches the state itself
+    assert float(transform.jit(lambda x: f(a, x))(1.0)) == 4.0

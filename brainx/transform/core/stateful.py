@@ -315,6 +315,8 @@ class StatefulFunction(StatefulFunctionAPI):
         an exception leaves every state as it was.
         """
         leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
+        if any(isinstance(x, State) for x in leaves):
+            _refuse_state_arguments(dyn_args, dyn_kwargs, self.name)
         arg_mask = tuple(self._traced_leaves(dyn_args, leaves))
         in_avals = [abstractify(x) for x, m in zip(leaves, arg_mask) if m]
         found: Dict[str, Any] = {}
@@ -417,6 +419,18 @@ class StatefulFunction(StatefulFunctionAPI):
 
     def __repr__(self) -> str:
         return f"StatefulFunction({self.name})"
+
+
+def _refuse_state_arguments(dyn_args: tuple, dyn_kwargs: dict, where: str) -> None:
+    paths = [(jax.tree_util.keystr(path), x) for path, x in
+             jax.tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]
+             if isinstance(x, State)]
+    named = ", ".join(f"{p} is {x!r}" for p, x in paths)
+    raise StateTypeError(
+        f"{where}: an argument cannot be an instance of State ({named}; [0] are the positional "
+        "arguments, [1] the keyword ones). Pass state.value, or let the function reach the "
+        "state itself (a closure, a module attribute): the transform finds it there and "
+        "writes it back. No state was changed.")
 
 
 def _refuse_state_outputs(out_leaves: Sequence[Any], where: str) -> None:
