@@ -26,6 +26,11 @@ As for ``vmap``, the function is traced once per call, inside
 per-device shapes), and the trace is what runs. Arguments and states are
 placed on the mesh before the call, so it works eagerly and inside ``jit``.
 JAX's varying-manual-axes check is off (see ``check_vma`` in :func:`shard_map`).
+
+A state left undeclared enters whole, so one that holds a block per device
+meets the arguments' blocks with the wrong shape: that shape error (raised by
+the trace, before anything is written) names the states read whole and points
+to ``state_in_specs``.
 """
 
 from __future__ import annotations

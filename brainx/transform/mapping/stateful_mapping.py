@@ -112,7 +112,9 @@ class StatefulMapping(VmappedFunction):
         module docstring).
     static_argnums, static_argnames
         Arguments passed as Python values (hashable, not mapped; their
-        ``in_axes`` entry is dropped).
+        ``in_axes`` entry is dropped). Kept as tuples; checked against the
+        function's parameters when the mapping is built, as ``jax.jit`` does
+        (brainstate checks at the call).
     name : str, optional
         Used in error messages.
     mapping_fn : callable

@@ -307,7 +307,8 @@ def map(f: Callable, *xs: Any, batch_size: Optional[int] = None) -> Any:  # noqa
     constants), so a state written by one call is seen by the next. With ``batch_size``,
     chunks of that many slices run at once through :func:`vmap` (a remainder
     runs as one last chunk); within a chunk, writes to shared states must be
-    the same in every lane.
+    the same in every lane: a slice-dependent write is a
+    :class:`~brainx.errors.BatchAxisError` naming the state and ``batch_size``.
 
     Examples
     --------
