@@ -232,6 +232,78 @@ def test_vmap_new_states_exclusion_and_outer_catchers():
     close(brainx.random.get_key(), before)
 
 
+def test_vmap_new_states_shares_nonbatch_states_and_checks_them():
+    from brainx.state import NonBatchState
+    from brainx.util.filter import OfType
+    made = {}
+
+    def init(x):
+        made["shared"] = NonBatchState(jnp.array([1.0, 2.0]))
+        made["tagged"] = brainx.ShortTermState(jnp.ones(()), tag="INIT_NO_BATCHING")
+        made["per"] = brainx.ShortTermState(made["shared"].value.sum() + x * 10.0)
+        return made["per"].value
+
+    xs = jnp.arange(3.0)
+    out = bt.vmap_new_states(init, axis_size=3)(xs)
+    close(out, 3.0 + xs * 10.0)                       # eager: 1 + 2 + 10 x per lane
+    close(made["per"].value, 3.0 + xs * 10.0)
+    close(made["shared"].value, jnp.array([1.0, 2.0]))  # one value, no lane axis
+    assert made["tagged"].value.shape == ()
+
+    # a shared state whose value depends on the lane: ValueError naming it, RNG untouched
+    brainx.random.seed(0)
+    key = brainx.random.get_key()
+
+    def bad():
+        r = brainx.ShortTermState(brainx.random.randn(2))
+        NonBatchState(r.value * 2.0, name="contradiction")
+
+    with pytest.raises(ValueError, match="contradiction.*shared by all lanes"):
+        bt.vmap_new_states(bad, axis_size=4)()
+    close(brainx.random.get_key(), key)
+    assert not isinstance(brainx.random.DEFAULT.value, jax.core.Tracer)
+
+    # state_to_exclude takes brainstate's filters (OfType, tags, (path, state) predicates)
+    for spec in (OfType(brainx.BatchState), "const", lambda path, s: s.name == "const"):
+        def init2():
+            return (brainx.ParamState(brainx.random.rand(2), name="p"),
+                    brainx.BatchState(jnp.ones(2), name="const", tag="const"))
+        p, const = bt.vmap_new_states(init2, axis_size=4, state_to_exclude=spec)()
+        assert p.value.shape == (4, 2) and const.value.shape == (2,), spec
+
+
+def test_vmap_axis_size_conflict_names_both_sizes_and_changes_nothing():
+    s = brainx.ShortTermState(jnp.zeros(3), name="s")
+    brainx.random.seed(1)
+    key = brainx.random.get_key()
+
+    def f(x):
+        s.value = x + brainx.random.rand()
+        return x
+
+    for mapped in (bt.vmap(f, out_states=s, axis_size=5), bt.vmap2(f, axis_size=5),
+                   bt.vmap_new_states(lambda x: brainx.State(x).value, axis_size=5)):
+        with pytest.raises(ValueError, match="axis_size=5 conflicts with the mapped axis size 3"):
+            mapped(jnp.arange(3.0))
+    close(s.value, jnp.zeros(3))
+    close(brainx.random.get_key(), key)
+    out = bt.vmap(f, out_states=s, axis_size=3)(jnp.arange(3.0))   # agreeing sizes run
+    close(out, jnp.arange(3.0))
+
+
+def test_decorator_forms_are_partials():
+    import functools
+    for deco in (bt.vmap(in_axes=0), bt.vmap2(in_axes=0), bt.vmap_new_states(axis_size=2),
+                 bt.pmap2(in_axes=0)):
+        assert isinstance(deco, functools.partial)
+    close(bt.vmap(in_axes=0)(lambda x: x * 2)(jnp.arange(3.0)), jnp.arange(3.0) * 2)
+    close(bt.vmap2(in_axes=0)(lambda x: x * 2)(jnp.arange(3.0)), jnp.arange(3.0) * 2)
+    # pmap2's unsupported options are refused when the decorator is applied
+    deco = bt.pmap2(static_broadcasted_argnums=(0,))
+    with pytest.raises(NotImplementedError, match="static_broadcasted_argnums"):
+        deco(lambda x: x)
+
+
 # --- map ------------------------------------------------------------------------------
 
 def test_map_sequential_threads_written_states():
@@ -282,3 +354,17 @@ def test_map_errors_leave_states_unchanged():
         bt.map(lambda x, y: x, jnp.ones(3), jnp.ones(4))
     with pytest.raises(ValueError, match="batch_size"):
         bt.map(lambda x: x, xs, batch_size=0)
+
+
+def test_map_batch_size_refuses_per_slice_writes_to_a_state():
+    acc = brainx.ShortTermState(jnp.zeros(()), name="acc")
+
+    def f(x):
+        acc.value = acc.value + x
+        return x * 2
+
+    with pytest.raises(BatchAxisError, match=r"batch_size=3.*acc.*batch_size=None"):
+        bt.map(f, jnp.arange(6.0), batch_size=3)
+    close(acc.value, 0.0)
+    close(bt.map(f, jnp.arange(6.0)), jnp.arange(6.0) * 2)   # sequential: accumulates
+    close(acc.value, 15.0)

@@ -113,3 +113,42 @@ def test_new_states_are_the_objects_built_in_the_one_trace_and_no_probe_runs():
     w = brainx.transform.vmap_new_states(init, axis_size=4)()
     assert asked == [False] and len(made) == 1 and w is made[0]
     assert w.value.shape == (4, 2) and not bool((w.value[0] == w.value[1]).all())
+
+
+def test_vmap2_new_states_shares_nonbatch_states():
+    from brainx.state import NonBatchState
+    brainx.random.seed(0)
+
+    class MLP(brainx.nn.Module):
+        def init_state(self):
+            self.w = brainx.ParamState(brainx.random.randn(4, 3))
+            self.b = brainx.ParamState(self.w.value.mean(axis=0))   # from another new state
+            self.scale = NonBatchState(jnp.array(2.0))
+
+    m = MLP()
+    groups = vmap2_new_states(m, {}, axis_size=5)
+    assert m.w.value.shape == (5, 4, 3) and m.scale.value.shape == ()
+    np.testing.assert_allclose(m.b.value, m.w.value.mean(axis=1), rtol=1e-6)
+    assert groups[None] == [m.scale] and set(map(id, groups[0])) == {id(m.w), id(m.b)}
+
+    class Bad(brainx.nn.Module):
+        def init_state(self):
+            self.w = brainx.ParamState(brainx.random.randn(3))
+            self.nb = NonBatchState(self.w.value * 2.0)
+
+    key = brainx.random.get_key()
+    with pytest.raises(ValueError, match="shared by all lanes"):
+        vmap2_new_states(Bad(), {}, axis_size=4)
+    np.testing.assert_array_equal(brainx.random.get_key(), key)
+
+
+def test_stateful_mapping_keeps_static_arguments_as_tuples():
+    sm = StatefulMapping(lambda x, mode, flag=None: x, static_argnums=1,
+                         static_argnames=["flag"])
+    assert sm.static_argnums == (1,) and sm.static_argnames == ("flag",)
+    assert StatefulMapping(lambda x: x, static_argnums=None).static_argnums == ()
+    out = StatefulMapping(lambda x, k: x * k, in_axes=(0, None), static_argnums=1)(
+        jnp.arange(3.0), 2.0)
+    np.testing.assert_allclose(out, jnp.arange(3.0) * 2.0)
+    with pytest.raises(ValueError, match="out of range"):   # checked when built, as jax.jit does
+        StatefulMapping(lambda x: x, static_argnums=2)

@@ -158,6 +158,28 @@ def test_shard_map_split_and_replicated_states():
     np.testing.assert_allclose(np.asarray(acc.value), 6 * np.arange(16.0))
 
 
+def test_shard_map_shape_error_of_an_undeclared_per_device_state_points_to_state_in_specs():
+    mesh = mesh1()
+    buffer = brainx.State(jnp.zeros(16), name="buffer")      # no spec: enters whole
+
+    def accumulate(x):
+        buffer.value = buffer.value + x                     # (16,) + a (2,) block
+        return x
+
+    f = brainx.transform.shard_map(accumulate, mesh, in_specs=P("data"), out_specs=P("data"))
+    with pytest.raises(TypeError, match=r"incompatible shapes.*name='buffer'.*state_in_specs"):
+        f(jnp.arange(16.0))
+    np.testing.assert_array_equal(np.asarray(buffer.value), np.zeros(16))
+    declared = brainx.transform.shard_map(accumulate, mesh, in_specs=P("data"),
+                                          out_specs=P("data"), state_in_specs={buffer: P("data")})
+    declared(jnp.arange(16.0))
+    np.testing.assert_allclose(np.asarray(buffer.value), np.arange(16.0))
+    with pytest.raises(TypeError, match="incompatible shapes") as info:   # nothing split: as JAX says
+        brainx.transform.shard_map(lambda x: x + jnp.ones(3), mesh, in_specs=P(),
+                                   out_specs=P())(jnp.ones(2))
+    assert "state_in_specs" not in str(info.value)
+
+
 def test_pmean_states_keeps_a_replicated_state_equal():
     mesh = mesh1()
     rate = brainx.State(jnp.zeros(()))

@@ -8,9 +8,9 @@ values. ``state_out_axes`` says where the lane axis goes, per state:
 =================================  ============================================
 ``state_out_axes``                 lane axis of a new state
 =================================  ============================================
-``None`` (default)                 0, except states tagged ``INIT_NO_BATCHING``
-                                   (one value, shared: it must be the same in
-                                   every lane)
+``None`` (default)                 0, except ``NonBatchState`` s and states
+                                   tagged ``INIT_NO_BATCHING`` (one value,
+                                   shared: it must be the same in every lane)
 a filter                           0 for the states it selects, the rest as
                                    by default
 ``{axis: filter, None: filter}``   ``axis`` for the states each filter selects;
@@ -29,16 +29,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import jax
 import jax.numpy as jnp
 
-from brainx.state.state import State
+from brainx.state.state import NonBatchState, State
 from brainx.state.trace import catch_new_states
 from brainx.transform.core.state_filter import state_predicate
 from brainx.transform.core.stateful import write_state_values
-from brainx.transform.mapping.new_states import vmap_new_states
+from brainx.transform.mapping.new_states import INIT_NO_BATCHING, vmap_new_states
 
 __all__ = ["vmap2_new_states", "INIT_NO_BATCHING", "MODULE_INIT"]
-
-#: The tag of states a module creates once, shared by all lanes.
-INIT_NO_BATCHING = "INIT_NO_BATCHING"
 
 #: How to initialise a module that has no ``init_all_states`` method:
 #: ``MODULE_INIT[0](module, **init_kwargs)``. :mod:`brainx.nn` fills it with
@@ -53,7 +50,7 @@ def _axis_rules(state_out_axes: Any) -> List[Tuple[Optional[int], Callable]]:
     elif not isinstance(state_out_axes, dict):
         state_out_axes = {0: state_out_axes}
     user = {axis: state_predicate(f) for axis, f in state_out_axes.items()}
-    shared_tag = state_predicate(INIT_NO_BATCHING)
+    shared_tag = state_predicate((NonBatchState, INIT_NO_BATCHING))
     rules = [(None, (lambda p, s, f=user[None]: f(p, s) or shared_tag(p, s))
               if None in user else shared_tag)]
     rules += [(axis, f) for axis, f in user.items() if axis not in (None, 0)]

@@ -3,11 +3,19 @@
 The typical use is initialising a batch of models: each lane builds its own
 states (drawing its own random numbers), and afterwards each new state holds
 the stacked values of all lanes.
+
+Some new states are *shared* instead: built once, unbatched. They are the
+:class:`~brainx.state.NonBatchState` s, the states tagged ``INIT_NO_BATCHING`` and
+those ``state_to_exclude`` selects. Their value must be the same in every
+lane; one that depends on the lane (a random draw, a mapped argument, another
+new state) is a :class:`~brainx.errors.BatchAxisError` (a ``ValueError``)
+naming the state, and no state is changed.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable, Hashable, Optional
 
 import jax
@@ -15,26 +23,45 @@ import numpy as np
 
 from brainx.errors import BatchAxisError
 from brainx.lanes import is_batched_along
-from brainx.state.state import State
+from brainx.state.state import NonBatchState, State
 from brainx.state.trace import _THREAD, catch_new_states
+from brainx.transform.core.state_filter import state_predicate
 from brainx.transform.mapping.vmap import VmappedFunction
 
-__all__ = ["vmap_new_states"]
+__all__ = ["vmap_new_states", "INIT_NO_BATCHING"]
+
+#: The tag of states a module creates once, shared by all lanes.
+INIT_NO_BATCHING = "INIT_NO_BATCHING"
 
 _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic, int, float, complex)
 
 
+def _takes_one_argument(fn: Callable) -> bool:
+    """Whether ``fn`` is called as ``fn(state)`` rather than as a filter ``fn(path, state)``."""
+    try:
+        inspect.signature(fn).bind(None, None)
+        return False
+    except TypeError:
+        return True
+    except ValueError:  # no signature (a builtin): a filter, as brainstate's are
+        return False
+
+
 def _exclusion(state_to_exclude: Any) -> Callable[[State], bool]:
-    if state_to_exclude is None:
-        return lambda s: False
-    if isinstance(state_to_exclude, type) or (
-            isinstance(state_to_exclude, tuple)
-            and all(isinstance(t, type) for t in state_to_exclude)):
-        return lambda s: isinstance(s, state_to_exclude)
-    if callable(state_to_exclude):
-        return state_to_exclude
-    raise TypeError("vmap_new_states: state_to_exclude must be a State class, a tuple of "
-                    f"classes or a predicate state -> bool; got {state_to_exclude!r}.")
+    """``state -> bool``: the new states built once, shared by all lanes."""
+    if callable(state_to_exclude) and not isinstance(state_to_exclude, type) \
+            and _takes_one_argument(state_to_exclude):
+        user = state_to_exclude
+    else:
+        try:
+            predicate = state_predicate(state_to_exclude)
+        except TypeError as e:
+            raise TypeError(f"vmap_new_states: state_to_exclude must be a filter (a State class, "
+                            f"a tag, a predicate (path, state) -> bool, a tuple of these) or a "
+                            f"predicate state -> bool; got {state_to_exclude!r}.") from e
+        user = functools.partial(predicate, ())
+    return lambda s: (isinstance(s, NonBatchState) or INIT_NO_BATCHING in (s.tag or ())
+                      or bool(user(s)))
 
 
 def vmap_new_states(fun: Optional[Callable] = None, *, in_axes: Any = 0, out_axes: Any = 0,
@@ -47,36 +74,52 @@ def vmap_new_states(fun: Optional[Callable] = None, *, in_axes: Any = 0, out_axe
     ``fun`` runs as under :func:`vmap` (same arguments, same rules for the
     states that already exist; an undeclared random generator gives each
     lane its own key). Every state it creates then holds the values of all
-    lanes stacked along a new leading axis. States matching
-    ``state_to_exclude`` (a State class, a tuple of classes or a predicate)
-    are created once, unbatched: their value must be the same in every lane.
+    lanes stacked along a new leading axis, except the shared ones
+    (:class:`~brainx.state.NonBatchState`, the tag ``INIT_NO_BATCHING``,
+    ``state_to_exclude``): created once, unbatched, their value must be the
+    same in every lane (else :class:`~brainx.errors.BatchAxisError`).
 
     Parameters
     ----------
     fun : callable, optional
         Without it, ``vmap_new_states(**options)`` returns a decorator.
     in_axes, out_axes, axis_name, axis_size, spmd_axis_name, in_states, out_states
-        As in :func:`vmap`.
+        As in :func:`vmap` (keyword arguments of the call are mapped over
+        axis 0; brainstate refuses both them and ``in_states`` /
+        ``out_states``).
     state_tag : str, optional
         Passed to the :func:`~brainx.catch_new_states` that collects the new states.
-    state_to_exclude : optional
-        New states to leave unbatched.
+    state_to_exclude : filter, optional
+        More new states to share rather than batch: a filter as in
+        :mod:`brainx.util.filter` (a State class, a tag, ``OfType(...)``, a
+        predicate ``(path, state) -> bool``, a tuple of these) or a predicate
+        ``state -> bool``.
+
+    Raises
+    ------
+    BatchAxisError
+        A shared new state got a different value in each lane.
+    ValueError
+        ``axis_size`` is not a positive int, or conflicts with the size of a
+        mapped argument.
 
     Examples
     --------
     >>> import jax.numpy as jnp, brainx
     >>> brainx.random.seed(0)
     >>> def init():
-    ...     return brainx.ParamState(brainx.random.normal(size=3))
-    >>> w = brainx.transform.vmap_new_states(init, axis_size=5)()
-    >>> w.value.shape, bool(w.value[0, 0] != w.value[1, 0])
-    ((5, 3), True)
+    ...     w = brainx.ParamState(brainx.random.normal(size=3))
+    ...     scale = brainx.state.NonBatchState(jnp.ones(()))      # shared by all lanes
+    ...     return w, scale
+    >>> w, scale = brainx.transform.vmap_new_states(init, axis_size=5)()
+    >>> w.value.shape, scale.value.shape, bool(w.value[0, 0] != w.value[1, 0])
+    ((5, 3), (), True)
     """
     options = dict(in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
                    axis_size=axis_size, spmd_axis_name=spmd_axis_name, state_tag=state_tag,
                    state_to_exclude=state_to_exclude, in_states=in_states, out_states=out_states)
     if fun is None:
-        return lambda f: vmap_new_states(f, **options)
+        return functools.partial(vmap_new_states, **options)
     excluded = _exclusion(state_to_exclude)
     if out_axes is not None and not isinstance(out_axes, int):
         raise TypeError(f"vmap_new_states: out_axes must be an int or None (it applies to every "
@@ -103,8 +146,11 @@ def vmap_new_states(fun: Optional[Callable] = None, *, in_axes: Any = 0, out_axe
                if is_batched_along(v, trace)]
         if bad:
             raise BatchAxisError(
-                f"{name}: {', '.join(map(repr, bad))} is excluded from batching but was given a "
-                "different value in each lane. No state was changed.")
+                f"{name}: {', '.join(map(repr, bad))} is shared by all lanes (a NonBatchState, "
+                "tagged INIT_NO_BATCHING or excluded by state_to_exclude) but was given a "
+                "different value in each lane (it depends on a random draw, a mapped argument "
+                "or another new state). Build it from lane-independent values, or let it be "
+                "batched. No state was changed.")
 
     mapped = VmappedFunction(lane, in_axes=in_axes, out_axes=(out_axes, 0, None),
                              axis_name=axis_name, axis_size=axis_size,

@@ -150,19 +150,24 @@ def pmap2(fn: Optional[Callable] = None, axis_name: Optional[Hashable] = None, *
     >>> step(jnp.ones(n)).tolist() == [float(n)] * n, h.value.shape == (n, 3)
     (True, True)
     """
+    if fn is None:  # a functools.partial, as brainstate returns; checked when applied
+        return functools.partial(
+            pmap2, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
+            static_broadcasted_argnums=static_broadcasted_argnums, devices=devices,
+            backend=backend, axis_size=axis_size, donate_argnums=donate_argnums,
+            global_arg_shapes=global_arg_shapes, state_in_axes=state_in_axes,
+            state_out_axes=state_out_axes,
+            unexpected_out_state_mapping=unexpected_out_state_mapping)
     for what, value in (("static_broadcasted_argnums", static_broadcasted_argnums),
                         ("donate_argnums", donate_argnums)):
         if isinstance(value, int) or (value is not None and len(tuple(value))):
             raise NotImplementedError(f"pmap2 does not support {what}; use static_argnames "
                                       "on a StatefulMapping, or brainx.transform.jit around it.")
-    options = dict(in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
-                   axis_size=axis_size, state_in_axes=state_in_axes,
-                   state_out_axes=state_out_axes,
-                   unexpected_out_state_mapping=unexpected_out_state_mapping,
-                   mapping_fn=functools.partial(pmap_on_shard_map, devices=devices))
-    if fn is None:
-        return lambda f: StatefulMapping(f, name=f"pmap2({function_name(f)})", **options)
-    return StatefulMapping(fn, name=f"pmap2({function_name(fn)})", **options)
+    return StatefulMapping(fn, name=f"pmap2({function_name(fn)})", in_axes=in_axes,
+                           out_axes=out_axes, axis_name=axis_name, axis_size=axis_size,
+                           state_in_axes=state_in_axes, state_out_axes=state_out_axes,
+                           unexpected_out_state_mapping=unexpected_out_state_mapping,
+                           mapping_fn=functools.partial(pmap_on_shard_map, devices=devices))
 
 
 def pmap2_new_states(module: Any, init_kwargs: Optional[Dict[str, Any]] = None,

@@ -26,6 +26,11 @@ As for ``vmap``, the function is traced once per call, inside
 per-device shapes), and the trace is what runs. Arguments and states are
 placed on the mesh before the call, so it works eagerly and inside ``jit``.
 JAX's varying-manual-axes check is off (see ``check_vma`` in :func:`shard_map`).
+
+A state left undeclared enters whole, so one that holds a block per device
+meets the arguments' blocks with the wrong shape: that shape error (raised by
+the trace, before anything is written) names the states read whole and points
+to ``state_in_specs``.
 """
 
 from __future__ import annotations
@@ -69,9 +74,13 @@ class _ShardShapes(PieceShapes):
     def __init__(self, owner: "ShardMappedFunction"):
         super().__init__()
         self.owner = owner
+        self.whole: list = []  # the states the trace read whole (replicated), in order
 
     def splits(self, state: State) -> bool:
-        return self.owner.in_spec(state) != PartitionSpec()
+        split = self.owner.in_spec(state) != PartitionSpec()
+        if not split and not any(s is state for s in self.whole):
+            self.whole.append(state)
+        return split
 
     def piece_shape(self, state: State, value: Any):
         spec = self.owner.in_spec(state)
@@ -108,9 +117,38 @@ class _ShardStatefulFunction(StatefulFunction):
         arg_specs = owner.arg_specs(dyn_args)
         mapped = jax.shard_map(block, mesh=owner.mesh, in_specs=(arg_specs, PartitionSpec()),
                                out_specs=PartitionSpec(), check_vma=False)
-        jax.eval_shape(lambda a, k: mapped(*_place(owner.mesh, (arg_specs, PartitionSpec()),
-                                                   (a, k))), dyn_args, dyn_kwargs)
+        try:
+            jax.eval_shape(lambda a, k: mapped(*_place(owner.mesh, (arg_specs, PartitionSpec()),
+                                                       (a, k))), dyn_args, dyn_kwargs)
+        except (TypeError, ValueError) as e:
+            hint = _replicated_state_hint(self.name, e, shapes.whole, arg_specs)
+            if hint is None:
+                raise
+            raise hint from e
         return found[0]
+
+
+def _replicated_state_hint(name: str, error: Exception, whole: list,
+                           arg_specs: tuple) -> Optional[Exception]:
+    """A shape error of a trace that read whole states beside split arguments, explained.
+
+    The usual cause: a state holding one block per device was left undeclared,
+    so it entered whole (``P()``) while the arguments entered as blocks.
+    ``None`` where that is not the case (another error, nothing split or read whole).
+    """
+    split_args = any(spec is not None and spec != PartitionSpec()
+                     for spec in jax.tree.leaves(arg_specs, is_leaf=_is_spec))
+    if "shape" not in str(error).lower() or not whole or not split_args:
+        return None
+    message = (f"{name}: {error} The arguments enter as per-device blocks (in_specs), but "
+               f"{', '.join(map(repr, whole))} entered whole (replicated, spec P()) on every "
+               "device. If a state holds one block per device, declare it in state_in_specs "
+               "(and state_out_specs if written), e.g. state_in_specs={state: P('x')}, or give "
+               "it a sharding. No state was changed.")
+    try:
+        return type(error)(message)
+    except Exception:  # an exception class that cannot be rebuilt from one message
+        return ValueError(message)
 
 
 class ShardMappedFunction:

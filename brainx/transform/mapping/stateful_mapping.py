@@ -112,7 +112,9 @@ class StatefulMapping(VmappedFunction):
         module docstring).
     static_argnums, static_argnames
         Arguments passed as Python values (hashable, not mapped; their
-        ``in_axes`` entry is dropped).
+        ``in_axes`` entry is dropped). Kept as tuples; checked against the
+        function's parameters when the mapping is built, as ``jax.jit`` does
+        (brainstate checks at the call).
     name : str, optional
         Used in error messages.
     mapping_fn : callable
@@ -146,7 +148,8 @@ class StatefulMapping(VmappedFunction):
         if unexpected_out_state_mapping not in _POLICIES:
             raise ValueError(f"vmap2: unexpected_out_state_mapping must be one of {_POLICIES}, "
                              f"got {unexpected_out_state_mapping!r}.")
-        statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        statics = _as_tuple(static_argnums)
+        static_argnames = _as_tuple(static_argnames)
         if isinstance(in_axes, (list, tuple)) and statics:  # a static argument is not mapped
             in_axes = tuple(a for i, a in enumerate(in_axes) if i not in statics)
         super().__init__(fun, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
@@ -161,6 +164,8 @@ class StatefulMapping(VmappedFunction):
         self.axis_env = axis_env
         self.return_only_write = return_only_write
         self.stateful = StatefulFunction(fun, statics, static_argnames, name=self.name)
+        self.static_argnums = statics
+        self.static_argnames = static_argnames
         # states this mapping wrote back batched (per-lane on later calls), with their axis
         self._scattered: "weakref.WeakKeyDictionary[State, int]" = weakref.WeakKeyDictionary()
 
@@ -252,6 +257,15 @@ class StatefulMapping(VmappedFunction):
         return f"<brainx.transform.{self.name}>"
 
 
+def _as_tuple(x: Any) -> tuple:
+    """``None`` -> ``()``, ``3`` / ``'a'`` -> ``(3,)`` / ``('a',)``, an iterable -> a tuple."""
+    if x is None:
+        return ()
+    if isinstance(x, (int, str)):
+        return (x,)
+    return tuple(x)
+
+
 def _has_lanes(value: Any, axis: int, size: int) -> bool:
     leaves = [x for x in jax.tree.leaves(value) if is_array_leaf(x)]
     shapes = [jax.typeof(x).shape for x in leaves]
@@ -288,8 +302,9 @@ def vmap2(fn: Optional[Callable] = None, *, in_axes: Any = 0, out_axes: Any = 0,
     options = dict(in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
                    axis_size=axis_size, state_in_axes=state_in_axes,
                    state_out_axes=state_out_axes,
-                   unexpected_out_state_mapping=unexpected_out_state_mapping,
-                   mapping_fn=functools.partial(jax.vmap, spmd_axis_name=spmd_axis_name))
-    if fn is None:
-        return lambda f: StatefulMapping(f, name=f"vmap2({function_name(f)})", **options)
-    return StatefulMapping(fn, name=f"vmap2({function_name(fn)})", **options)
+                   unexpected_out_state_mapping=unexpected_out_state_mapping)
+    if fn is None:  # a functools.partial, as brainstate returns
+        return functools.partial(vmap2, spmd_axis_name=spmd_axis_name, **options)
+    return StatefulMapping(fn, name=f"vmap2({function_name(fn)})",
+                           mapping_fn=functools.partial(jax.vmap, spmd_axis_name=spmd_axis_name),
+                           **options)

@@ -212,13 +212,16 @@ class VmappedFunction:
         for k, v in kwargs.items():
             for leaf in jax.tree.leaves(v):
                 note(leaf, 0, f"keyword argument {k!r}")
-        if self.axis_size is not None:
-            sizes.setdefault(self.axis_size, "axis_size")
         if len(sizes) > 1:
             detail = ", ".join(f"{where}: {n}" for n, where in sizes.items())
             raise ValueError(f"{self.stateful.name}: the mapped axes have different sizes "
                              f"({detail}). No state was changed.")
-        return next(iter(sizes), None)
+        if self.axis_size is not None and sizes and self.axis_size not in sizes:
+            (n, where), = sizes.items()
+            raise ValueError(f"{self.stateful.name}: axis_size={self.axis_size} conflicts with "
+                             f"the mapped axis size {n} of {where}; pass axis_size={n} or leave "
+                             "it out. No state was changed.")
+        return self.axis_size if self.axis_size is not None else next(iter(sizes), None)
 
     def __repr__(self) -> str:
         return f"<brainx.transform.{self.stateful.name}>"
@@ -276,8 +279,24 @@ def vmap(fn: Optional[Callable] = None, *, in_axes: Any = 0, out_axes: Any = 0,
     options = dict(in_axes=in_axes, out_axes=out_axes, axis_name=axis_name, axis_size=axis_size,
                    spmd_axis_name=spmd_axis_name, in_states=in_states, out_states=out_states)
     if fn is None:
-        return lambda f: VmappedFunction(f, **options)
+        return functools.partial(vmap, **options)
     return VmappedFunction(fn, **options)
+
+
+class _ChunkFunction(VmappedFunction):
+    """The ``vmap`` of one ``map(..., batch_size=n)`` chunk, its errors in ``map``'s terms."""
+
+    def __init__(self, fun: Callable, batch_size: int):
+        super().__init__(fun)
+        self.batch_size = batch_size
+
+    def _undeclared_per_lane_writes(self, states: List[State]) -> None:
+        raise BatchAxisError(
+            f"map({getattr(self.fun, '__name__', 'f')}, batch_size={self.batch_size}): the "
+            f"function writes {', '.join(repr(s) for s in states)}, a State shared by all slices, with "
+            "a value that depends on the slice. With batch_size, the slices of a chunk run at "
+            "once (vmap), so they cannot see each other's writes: use batch_size=None to run "
+            "them one after another (a scan). No state was changed.")
 
 
 def map(f: Callable, *xs: Any, batch_size: Optional[int] = None) -> Any:  # noqa: A001
@@ -288,7 +307,8 @@ def map(f: Callable, *xs: Any, batch_size: Optional[int] = None) -> Any:  # noqa
     constants), so a state written by one call is seen by the next. With ``batch_size``,
     chunks of that many slices run at once through :func:`vmap` (a remainder
     runs as one last chunk); within a chunk, writes to shared states must be
-    the same in every lane.
+    the same in every lane: a slice-dependent write is a
+    :class:`~brainx.errors.BatchAxisError` naming the state and ``batch_size``.
 
     Examples
     --------
@@ -310,7 +330,7 @@ def map(f: Callable, *xs: Any, batch_size: Optional[int] = None) -> Any:  # noqa
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"map: batch_size must be a positive int, got {batch_size!r}.")
     chunks, rest = divmod(n, batch_size)
-    batched = vmap(f)
+    batched = _ChunkFunction(f, batch_size)
     ys = None
     if chunks:
         body = jax.tree.map(lambda a: a[:chunks * batch_size].reshape(
