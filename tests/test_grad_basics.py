@@ -157,3 +157,18 @@ def test_gradient_transform_repr_names_its_configuration():
                                             return_value=True))
     assert text.startswith("GradientTransform(grad(loss)")
     assert "grad_states={'p': 'w'}" in text and "return_value=True" in text
+
+
+def test_clear_errors_for_a_state_argument_and_a_missing_aux_leave_states_alone():
+    w = brainx.ParamState(jnp.array([1.0, 2.0]), name="w")
+    h = brainx.HiddenState(jnp.zeros(2))
+
+    def loss(x):
+        h.value = w.value * x
+        return jnp.sum(h.value)
+
+    with pytest.raises(TypeError, match=r"argument 0 .*name='w'.*grad_states"):
+        transform.grad(lambda s: jnp.sum(s.value))(w)
+    with pytest.raises(TypeError, match=r"must return a pair \(value, aux\); it returned float32\[\]"):
+        transform.grad(loss, grad_states=w, has_aux=True)(1.0)
+    assert h.value.tolist() == [0.0, 0.0] and w.value.tolist() == [1.0, 2.0]

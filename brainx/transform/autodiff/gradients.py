@@ -28,6 +28,7 @@ import numpy as np
 from brainx.errors import ArgnumsError
 from brainx.lanes import current_trace, owned_traces
 from brainx.state.state import State
+from brainx.transform.control.carry_check import describe_type
 from brainx.transform.control.nan_debug import debug_nan_if, has_nan_or_inf
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, StaticLeaves, read_state_values, write_state_values,
@@ -125,6 +126,13 @@ class StateDifferentiation:
     def prepare(self, sig: StateSignature, key, args: tuple, kwargs: dict):
         """``(sig, f, primals)``: ``f(*primals) -> (y, (y, aux, written_values))``."""
         argnums = _resolve_argnums(self._argnums, len(args), self._name)
+        for n in argnums:
+            found = [x for x in jax.tree.leaves(args[n], is_leaf=_is_state) if _is_state(x)]
+            if found:
+                raise TypeError(
+                    f"{self._name}: positional argument {n} (in argnums) holds {found[0]!r}; "
+                    "a State is not a JAX value. Differentiate it with grad_states=..., or "
+                    "pass its .value.")
         sig, positions = self._grad_positions(sig, key, args, kwargs)
         values = read_state_values(sig.states)
         pure = self.stateful.pure(sig, key)
@@ -145,7 +153,7 @@ class StateDifferentiation:
             if has_aux:
                 if not (isinstance(out, (tuple, list)) and len(out) == 2):
                     raise TypeError(f"{name}: has_aux=True, so the function must return a pair "
-                                    f"(value, aux); it returned {type(out).__name__}.")
+                                    f"(value, aux); it returned {describe_type(out)}.")
                 y, aux = out
             else:
                 y, aux = out, None
