@@ -1,7 +1,7 @@
 """The errors brainx raises when a state would be left inconsistent."""
 
 __all__ = ["BrainxError", "TracerLeakError", "ExpiredStateError", "StateTypeError", "BatchAxisError",
-           "TraceContextError", "BrainStateError"]
+           "TraceContextError", "BrainStateError", "ArgnumsError"]
 
 
 class BrainxError(Exception):
@@ -53,3 +53,15 @@ class BatchAxisError(BrainxError, ValueError):
 
 
 BrainStateError = BrainxError  # brainstate's name for the base class
+
+
+class ArgnumsError(BrainxError, TypeError, ValueError):
+    """A transform's ``argnums`` is not a valid set of positional-argument indices.
+
+    Raised for an index that is not an ``int`` (a float, a bool, a string),
+    for an index out of range for the call, and for two indices naming the
+    same argument (``(0, 0)``, or ``(0, -2)`` with two arguments), which would
+    otherwise leave one of them with a silently zero gradient. Both a
+    ``TypeError`` (as ``jax.grad`` raises for a bad type) and a ``ValueError``
+    (as brainstate raises).
+    """

@@ -86,3 +86,12 @@ def test_debug_nan_in_gradients():
     with pytest.raises(Exception, match="Inf"):
         f()
     assert w.value.tolist() == [0.0]
+
+
+def test_fwd_grad_takes_a_one_element_seed_array_and_names_inexact_dtypes():
+    w = brainx.ParamState(jnp.array([1.0, 2.0]))
+    f = lambda: jnp.sum(w.value ** 2)  # noqa: E731
+    np.testing.assert_allclose(fwd_grad(f, grad_states=w, key=np.array([42]))(),
+                               fwd_grad(f, grad_states=w, key=42)())
+    with pytest.raises(TypeError, match="inexact"):
+        fwd_grad(lambda x: jnp.sum(x.astype(jnp.float32)), key=0)(jnp.array([2, 3]))

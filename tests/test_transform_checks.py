@@ -168,3 +168,25 @@ def test_checkify_with_states_matches_the_eager_run():
 def test_checkify_error_sets(errors, fn, arg, expect):
     assert expect in checkify(fn, errors=errors)(arg)[0].get()
     assert checkify(fn, errors=user_checks)(arg)[0].get() is None
+
+
+def test_jit_error_if_formats_brace_messages_and_plain_ones():
+    with pytest.raises(ValueError, match="bad value 5"):
+        jit_error_if(True, "bad value {}", jnp.asarray(5))
+    with pytest.raises(ValueError, match="1 vs 2"):
+        jit_error_if(jnp.asarray(True), "{} vs {}", 1, 2)
+    with pytest.raises(ValueError, match="^plain message$"):
+        jit_error_if(True, "plain message")
+
+
+def test_has_nan_or_inf_checks_inexact_leaves_only_and_both_complex_parts():
+    from brainx.transform.control.nan_debug import has_nan_or_inf
+
+    nan = float("nan")
+    assert not bool(has_nan_or_inf({"i": jnp.array([1, 2]), "b": jnp.array([True])}))
+    assert not bool(has_nan_or_inf({"i": jnp.array([7]), "f": jnp.array([1.0, 2.0])}))
+    assert bool(has_nan_or_inf({"i": jnp.array([7]), "f": jnp.array([1.0, nan])}))
+    assert not bool(has_nan_or_inf(jnp.array([1.0 + 2.0j])))
+    assert bool(has_nan_or_inf(jnp.array([complex(nan, 1.0)])))
+    assert bool(has_nan_or_inf(jnp.array([complex(1.0, float("inf"))])))
+    assert bool(jit(has_nan_or_inf)(jnp.array([complex(1.0, nan)])))

@@ -55,8 +55,7 @@ def forward_gradient(f: Callable, argnums: Sequence[int] = (0,), has_aux: bool =
         if jnp.ndim(y) != 0:
             raise ValueError(f"fwd_grad: the function must return a scalar, it returned shape "
                              f"{jnp.shape(y)}; use vector_grad, jacfwd or jacrev instead.")
-        directions = _directions(primals, sample_shape, split_key() if key is None else
-                                 as_key(key, "fwd_grad's key"))
+        directions = _directions(primals, sample_shape, _key(key))
         if tangent_size is None:
             slope = derivative(*directions)
         else:
@@ -74,6 +73,20 @@ def forward_gradient(f: Callable, argnums: Sequence[int] = (0,), has_aux: bool =
     return run
 
 
+def _key(key: Any) -> Any:
+    """The directions' key: split from the default generator, or from ``key``.
+
+    A one-element integer array (``np.array([42])``) is taken as the seed it
+    holds, as brainstate does.
+    """
+    if key is None:
+        return split_key()
+    dtype = getattr(key, "dtype", None)
+    if (dtype is not None and jnp.issubdtype(dtype, jnp.integer) and jnp.shape(key) == (1,)):
+        key = jnp.reshape(key, ())
+    return as_key(key, "fwd_grad's key")
+
+
 def _with(f: Callable, args: tuple, argnums: Sequence[int], primals: Sequence[Any]):
     full = list(args)
     for i, p in zip(argnums, primals):
@@ -87,8 +100,8 @@ def _directions(primals: Sequence[Any], sample_shape: tuple, key: Any) -> list:
         if not jnp.issubdtype(jnp.result_type(leaf), jnp.inexact):
             raise TypeError(
                 f"fwd_grad: a differentiated value has dtype {jnp.result_type(leaf)}; forward "
-                "gradients need float or complex values. Cast it to a float dtype, or leave it "
-                "out of grad_states / argnums.")
+                "gradients need inexact (float or complex) values. Cast it to a float dtype, or "
+                "leave it out of grad_states / argnums.")
     keys = jr.split(key, max(len(leaves), 1))
     return jax.tree.unflatten(tree, [
         jr.normal(k, sample_shape + jnp.shape(leaf), jnp.result_type(leaf))
@@ -113,7 +126,8 @@ def fwd_grad(func: Optional[Callable] = None, grad_states=None,
     drct_der_clip : float, optional
         Clip each directional derivative to ``[-drct_der_clip, drct_der_clip]``.
     key : int or PRNG key, optional
-        The directions' key: the same key gives the same directions on every
+        The directions' key (an integer seed, also as a one-element integer
+        array, or a JAX key): the same key gives the same directions on every
         call. By default a key is split from ``brainx.random``'s default
         generator, so each call draws new directions.
 

@@ -23,9 +23,12 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 import brainunit as u
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from brainx.errors import ArgnumsError
 from brainx.lanes import current_trace, owned_traces
 from brainx.state.state import State
+from brainx.transform.control.carry_check import describe_type
 from brainx.transform.control.nan_debug import debug_nan_if, has_nan_or_inf
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, StaticLeaves, read_state_values, write_state_values,
@@ -40,6 +43,39 @@ def _is_state(x) -> bool:
 
 def _is_quantity(x) -> bool:
     return isinstance(x, u.Quantity)
+
+
+def _is_index(n) -> bool:
+    return isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+
+
+def _check_argnums(argnums, name: str) -> Tuple[int, ...]:
+    """``argnums`` as a tuple of ints, or an :class:`~brainx.errors.ArgnumsError`."""
+    if argnums is None:
+        return ()
+    if _is_index(argnums):
+        return (int(argnums),)
+    if not isinstance(argnums, (tuple, list)) or not all(_is_index(n) for n in argnums):
+        raise ArgnumsError(f"{name}: argnums must be an int or a sequence of ints (positions "
+                           f"of positional arguments), got {argnums!r}.")
+    argnums = tuple(int(n) for n in argnums)
+    if len(set(argnums)) != len(argnums):
+        raise ArgnumsError(f"{name}: argnums={argnums} names an argument twice; list each "
+                           "argument once.")
+    return argnums
+
+
+def _resolve_argnums(argnums: Tuple[int, ...], n_args: int, name: str) -> Tuple[int, ...]:
+    """``argnums`` for a call with ``n_args`` positional arguments: negatives counted from the end."""
+    resolved = tuple(n + n_args if n < 0 else n for n in argnums)
+    for n, r in zip(argnums, resolved):
+        if not 0 <= r < n_args:
+            raise ArgnumsError(f"{name}: argnums {n} is out of range: the function was called "
+                               f"with {n_args} positional argument(s).")
+    if len(set(resolved)) != len(resolved):
+        raise ArgnumsError(f"{name}: argnums={argnums} names the same argument twice for a call "
+                           f"with {n_args} positional arguments; list each argument once.")
+    return resolved
 
 
 class StateDifferentiation:
@@ -69,12 +105,8 @@ class StateDifferentiation:
         self._has_states = grad_states is not None
         if argnums is None and not self._has_states:
             argnums = 0
-        self._single_arg = isinstance(argnums, int)
-        self._argnums: Tuple[int, ...] = (
-            () if argnums is None else (argnums,) if isinstance(argnums, int) else tuple(argnums))
-        for n in self._argnums:
-            if not isinstance(n, int) or isinstance(n, bool):
-                raise TypeError(f"{self._name}: argnums must be ints, got {argnums!r}.")
+        self._single_arg = _is_index(argnums)
+        self._argnums: Tuple[int, ...] = _check_argnums(argnums, self._name)
         # Only the differentiated arguments are traced while discovering the
         # states: the function may branch on the others in Python, as under jax.grad.
         self.stateful = StatefulFunction(fun, name=self._name, traced_argnums=self._argnums)
@@ -93,11 +125,14 @@ class StateDifferentiation:
 
     def prepare(self, sig: StateSignature, key, args: tuple, kwargs: dict):
         """``(sig, f, primals)``: ``f(*primals) -> (y, (y, aux, written_values))``."""
-        argnums = tuple(n + len(args) if n < 0 else n for n in self._argnums)
+        argnums = _resolve_argnums(self._argnums, len(args), self._name)
         for n in argnums:
-            if not 0 <= n < len(args):
-                raise ValueError(f"{self._name}: argnums={self._argnums} but the function was "
-                                 f"called with {len(args)} positional arguments.")
+            found = [x for x in jax.tree.leaves(args[n], is_leaf=_is_state) if _is_state(x)]
+            if found:
+                raise TypeError(
+                    f"{self._name}: positional argument {n} (in argnums) holds {found[0]!r}; "
+                    "a State is not a JAX value. Differentiate it with grad_states=..., or "
+                    "pass its .value.")
         sig, positions = self._grad_positions(sig, key, args, kwargs)
         values = read_state_values(sig.states)
         pure = self.stateful.pure(sig, key)
@@ -118,7 +153,7 @@ class StateDifferentiation:
             if has_aux:
                 if not (isinstance(out, (tuple, list)) and len(out) == 2):
                     raise TypeError(f"{name}: has_aux=True, so the function must return a pair "
-                                    f"(value, aux); it returned {type(out).__name__}.")
+                                    f"(value, aux); it returned {describe_type(out)}.")
                 y, aux = out
             else:
                 y, aux = out, None
@@ -133,12 +168,15 @@ class StateDifferentiation:
                        for s, p in zip(self._grad_states, positions)]
         return sig, f, (grad_values, *[args[n] for n in argnums])
 
-    def arrange(self, grads, primals=None) -> Any:
+    def arrange(self, grads, primals=None, y=None) -> Any:
         """``grads`` (one per primal) as state grads, arg grads, or both.
 
         With ``primals`` (second order), ``grads[i]`` has the structure of
         ``primals[i]`` with, at each leaf, a tuple over the primals ``j``: the
         blocks of second derivatives. Both levels are arranged the same way.
+        With ``y`` (a Jacobian, output-major as ``jax.jacrev`` returns it),
+        ``grads`` has the structure of ``y`` with, at each leaf, the tuple over
+        the primals; each is arranged, and the result keeps ``y``'s structure.
         """
         # a state holding leaves JAX cannot trace (strings): its gradient keeps them as they are
         grads = jax.tree.map(lambda g: g.tree if type(g) is StaticLeaves else g, grads,
@@ -146,6 +184,14 @@ class StateDifferentiation:
         if not self.unit_aware:  # plain arrays: a Quantity here would carry x's unit, not 1/x's
             grads = jax.tree.map(lambda g: g.mantissa if _is_quantity(g) else g, grads,
                                  is_leaf=_is_quantity)
+        if y is None:
+            return self._arrange_one(grads, primals)
+        # a Jacobian: one entry per leaf of the output y, each over the primals
+        y_tree = jax.tree.structure(y, is_leaf=_is_quantity)
+        return jax.tree.unflatten(y_tree, [self._arrange_one(block, primals)
+                                           for block in y_tree.flatten_up_to(grads)])
+
+    def _arrange_one(self, grads, primals):
         if primals is None:
             return self._regroup(grads)
         rows = []
@@ -211,6 +257,8 @@ class GradientTransform(StateDifferentiation):
         self.debug_nan = bool(debug_nan)
         self._second_order = second_order
         self._transform = transform
+        # a Jacobian transform returns the derivatives of each output leaf in turn
+        self._output_major = any(transform is t for t in _OUTPUT_MAJOR)
         self._transform_kwargs = {**transform_kwargs, **(transform_params or {})}
         functools.update_wrapper(self, target, updated=())
 
@@ -229,13 +277,25 @@ class GradientTransform(StateDifferentiation):
             gradients.__qualname__ = f"the gradients of {self._name}"
             debug_nan_if(has_nan_or_inf(grads), gradients, *primals)
         write_state_values(sig.write_states, new_values)
-        result = self.arrange(grads, primals if self._second_order else None)
+        result = self.arrange(grads, primals if self._second_order else None,
+                              y if self._output_major else None)
         if self.return_value:
             return (result, y, aux) if self.has_aux else (result, y)
         return (result, aux) if self.has_aux else result
 
     def __repr__(self) -> str:
-        return f"<brainx.transform.{self._name}>"
+        states = jax.tree.unflatten(self._grad_tree, [s.name or type(s).__name__
+                                                      for s in self._grad_states])
+        argnums = (self._argnums[0] if self._single_arg else self._argnums) or None
+        return (f"GradientTransform({self._name}, transform="
+                f"{getattr(self._transform, '__name__', self._transform)!r}, "
+                f"grad_states={states!r}, argnums={argnums!r}, return_value={self.return_value}, "
+                f"has_aux={self.has_aux}, debug_nan={self.debug_nan})")
+
+
+#: transforms whose result is output-major: per leaf of the output, the tuple over the inputs
+_OUTPUT_MAJOR = (jax.jacrev, jax.jacfwd, jax.jacobian, jax.hessian,
+                 u.autograd.jacrev, u.autograd.jacfwd, u.autograd.hessian)
 
 
 def _vector_grad(f, argnums, has_aux, unit_aware=False):
