@@ -11,13 +11,20 @@ from brainx import transform
 from brainx.errors import BrainxError
 
 
+def _np(x):
+    """A leaf as numpy; a typed PRNG key (a RandomState's value) as its raw uint32 data."""
+    if jnp.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.prng_key):
+        x = jax.random.key_data(x)
+    return np.asarray(x)
+
+
 def values(*states):
-    return [jax.tree.map(np.asarray, s.value) for s in states]
+    return [jax.tree.map(_np, s.value) for s in states]
 
 
 def unchanged(before, *states):
     for old, s in zip(before, states):
-        jax.tree.map(np.testing.assert_array_equal, old, jax.tree.map(np.asarray, s.value))
+        jax.tree.map(np.testing.assert_array_equal, old, jax.tree.map(_np, s.value))
     return True
 
 

@@ -4,6 +4,7 @@ unit rules and parameter errors (the distributions: test_random_distributions.py
 import inspect
 
 import brainunit as u
+import jax
 import jax.numpy as jnp
 import jax.random as jr
 import numpy as np
@@ -13,8 +14,15 @@ import brainx.random as br
 from brainx import transform as bt
 
 
+def raw(x):
+    """An array as numpy; a typed key as its raw ``uint32`` data (the bits it draws with)."""
+    if jnp.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.prng_key):
+        x = jr.key_data(x)
+    return np.asarray(x)
+
+
 def same(a, b):
-    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_array_equal(raw(a), raw(b))
 
 
 # RandomState's sampler parameters in brainstate 0.5.4 (brainstate/random/_state.py)
@@ -243,10 +251,9 @@ def test_like_samplers_follow_the_template():
 
 
 def test_check_if_deleted_raises_on_a_donated_key_and_seed_recovers():
-    import jax
     rng = br.RandomState(3)
     rng.check_if_deleted()
-    jax.jit(lambda k: k + 0, donate_argnums=0)(rng.value)
+    jax.jit(lambda k: k, donate_argnums=0)(rng.value)
     if not rng.value.is_deleted():
         pytest.skip("this backend did not delete the donated buffer")
     with pytest.raises(RuntimeError, match="deleted"):
@@ -254,3 +261,43 @@ def test_check_if_deleted_raises_on_a_donated_key_and_seed_recovers():
     rng.seed(3)
     rng.check_if_deleted()
     assert np.array_equal(rng.normal(size=2), br.RandomState(3).normal(size=2))
+
+
+# -- typed keys (brainstate 0.5.4 keeps jax.random.key keys) ---------------------------------
+
+def test_keys_are_typed_and_raw_keys_are_wrapped_bit_for_bit():
+    rng = br.RandomState(0)
+    assert rng.value.shape == () and jnp.issubdtype(rng.value.dtype, jax.dtypes.prng_key)
+    same(rng.value, jr.key(0))
+    assert rng.split_key().shape == () and rng.split_key(3).shape == (3,)
+    raw = br.RandomState(jr.PRNGKey(7))                 # a raw key: wrapped, same bits
+    assert jnp.issubdtype(raw.value.dtype, jax.dtypes.prng_key)
+    np.testing.assert_array_equal(jr.key_data(raw.value), jr.PRNGKey(7))
+    same(raw.normal(size=3), br.RandomState(7).normal(size=3))
+    typed = jr.key(9)
+    rng.set_key(typed)
+    assert rng.value is typed                           # a typed key is kept as given
+    batch = br.RandomState(jr.split(jr.PRNGKey(1), 4))  # a batch of raw keys: 4 typed keys
+    assert batch.value.shape == (4,)
+    same(batch.value, jr.split(jr.key(1), 4))
+
+
+def test_get_key_data_is_the_raw_view_of_get_key():
+    br.seed(3)
+    data = br.get_key_data()
+    assert data.shape == (2,) and data.dtype == jnp.uint32
+    np.testing.assert_array_equal(data, jr.PRNGKey(3))
+    br.set_key(data)                                    # round trip through the raw bits
+    same(br.get_key(), jr.key(3))
+
+
+def test_a_typed_key_state_shows_its_dtype_and_flows_through_reports():
+    from brainx.state.values import dtype_name
+    from brainx.transform.remat.memory_budget import _nbytes
+    from brainx.transform.remat.residual_report import Residual, _dtype
+    rng = br.RandomState(0, name="noise")
+    assert "dtype=key<fry>" in repr(rng)
+    assert dtype_name(rng.value.dtype) == "key<fry>" and dtype_name(jnp.int8) == "int8"
+    assert _nbytes({"k": jr.split(jr.key(0), 3), "x": jnp.zeros(2)}) == 3 * 8 + 2 * 4
+    r = Residual((5,), _dtype(rng.value.dtype), "intermediate", "noise")
+    assert r.nbytes == 40 and r.type_str == "key<fry>[5]"

@@ -229,7 +229,7 @@ def drawn():
         rng = br.RandomState(SEEDS[family])
         draw = bt.jit(lambda: {name: call(rng) for name, (call, *_) in samplers.items()})
         first, second = draw(), draw()
-        key_ok = bool((rng.value == split_chain(jr.PRNGKey(SEEDS[family]),
+        key_ok = bool((rng.value == split_chain(jr.key(SEEDS[family]),
                                                 2 * len(samplers))).all())
         out[family] = (first, second, key_ok)
     return out

@@ -78,7 +78,7 @@ def get_key() -> Any:
 
 
 def get_key_data() -> Any:
-    """The default generator's key as raw ``uint32`` data (``jax.random.key_data``)."""
+    """The default generator's key as raw ``uint32`` data (``jax.random.key_data``; shape ``(2,)``)."""
     return jr.key_data(DEFAULT.value)
 
 

@@ -102,4 +102,4 @@ class PerThreadRandomState(RandomState):
 
 def _make_key(seed: int) -> Any:
     with jax.ensure_compile_time_eval():
-        return jr.PRNGKey(seed)
+        return jr.key(seed)

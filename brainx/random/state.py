@@ -1,4 +1,11 @@
-"""`RandomState`: a state holding a JAX PRNG key."""
+"""`RandomState`: a state holding a JAX PRNG key.
+
+The key is a *typed* key (``jax.random.key``: shape ``()``, dtype
+``key<fry>``), as JAX recommends and as brainstate 0.5.4 keeps it. Raw
+``uint32[2]`` keys (``jax.random.PRNGKey``) are accepted wherever a key is and
+wrapped without changing their bits, so a raw key and its typed form draw the
+same numbers; ``jax.random.key_data(rng.value)`` gives the raw bits back.
+"""
 
 from __future__ import annotations
 
@@ -48,10 +55,21 @@ def os_seed() -> int:
 
 
 def as_key(seed_or_key: Any, what: str = "seed_or_key") -> Any:
-    """A PRNG key from an integer seed, a raw ``uint32[2]`` key or a typed key.
+    """A typed PRNG key (``jax.random.key``) from an integer seed, a typed key or a raw key.
 
+    An integer seed (or a 0-d integer array) gives ``jax.random.key(seed)``; a
+    typed key is kept as it is (whatever its implementation and shape); a raw
+    ``uint32`` key (``jax.random.PRNGKey``, shape ``(..., 2)``) is wrapped without
+    changing its bits (``jax.random.wrap_key_data``), so it draws the same numbers.
     Anything else (a float, a string, an array of another dtype or shape) is a
-    ``TypeError``, as in brainstate, numpy and ``jax.random.PRNGKey``.
+    ``TypeError``, as in brainstate, numpy and ``jax.random.key``.
+
+    Examples
+    --------
+    >>> import jax
+    >>> from brainx.random.state import as_key
+    >>> as_key(0).dtype, as_key(jax.random.PRNGKey(0)).shape
+    (key<fry>, ())
     """
     if isinstance(seed_or_key, State):
         raise TypeError(f"{what} must be an integer seed or a JAX PRNG key, got {seed_or_key!r}; "
@@ -61,19 +79,19 @@ def as_key(seed_or_key: Any, what: str = "seed_or_key") -> Any:
     if isinstance(seed_or_key, (int, np.integer)):
         # a constant seed gives a constant key, also while a raw jax.jit traces
         with jax.ensure_compile_time_eval():
-            return jr.PRNGKey(seed_or_key)
+            return jr.key(seed_or_key)
     dtype = getattr(seed_or_key, "dtype", None)
     shape = np.shape(seed_or_key)
     if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
         return seed_or_key
     if dtype is not None and jnp.issubdtype(dtype, jnp.integer):
         if shape == ():
-            return jr.PRNGKey(seed_or_key)
-        if shape == (2,) and dtype == jnp.uint32:
-            return seed_or_key
+            return jr.key(seed_or_key)
+        if len(shape) >= 1 and shape[-1] == 2 and dtype == jnp.uint32:
+            return jr.wrap_key_data(jnp.asarray(seed_or_key))
     raise TypeError(
-        f"{what} must be an integer seed, a raw key (uint32 array of shape (2,), from "
-        f"jax.random.PRNGKey) or a typed key (jax.random.key); got {_describe(seed_or_key)}.")
+        f"{what} must be an integer seed, a typed key (jax.random.key) or a raw key (uint32 "
+        f"array of shape (2,), from jax.random.PRNGKey); got {_describe(seed_or_key)}.")
 
 
 def _describe(x: Any) -> str:
@@ -95,8 +113,8 @@ class RandomState(State, Samplers):
     Parameters
     ----------
     seed_or_key : int or key, optional
-        An integer seed, a raw key (``jax.random.PRNGKey``) or a typed key
-        (``jax.random.key``). Without it, the key is drawn from the default
+        An integer seed, a typed key (``jax.random.key``) or a raw key
+        (``jax.random.PRNGKey``, wrapped into a typed key). Without it, the key is drawn from the default
         generator :data:`brainx.random.DEFAULT`, so seeding that one makes
         every generator created afterwards reproducible.
     name : str, optional
@@ -116,7 +134,7 @@ class RandomState(State, Samplers):
     def __init__(self, seed_or_key: Any = None, name: Optional[str] = None):
         if seed_or_key is None:
             default = DEFAULT_SOURCE[0]
-            key = default.split_key() if default is not None else jr.PRNGKey(os_seed())
+            key = default.split_key() if default is not None else jr.key(os_seed())
         else:
             key = as_key(seed_or_key)
         super().__init__(key, name=name)
@@ -155,8 +173,8 @@ class RandomState(State, Samplers):
         --------
         >>> import brainx
         >>> rng = brainx.random.RandomState(1)
-        >>> rng.split_key().shape, rng.split_key(4).shape
-        ((2,), (4, 2))
+        >>> rng.split_key().shape, rng.split_key(4).shape     # typed keys
+        ((), (4,))
         """
         if n is not None:
             _check_count(self, "split_key", n)
@@ -190,7 +208,7 @@ class RandomState(State, Samplers):
         ((3,), 3)
         >>> rng.restore_key()
         >>> rng.value.shape
-        (2,)
+        ()
         """
         _check_count(self, "self_assign_multi_keys", n)
         with _KEY_LOCK:

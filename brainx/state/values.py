@@ -14,7 +14,7 @@ import brainunit as u
 import jax
 import numpy as np
 
-__all__ = ["describe_value"]
+__all__ = ["describe_value", "dtype_name"]
 
 # The values a HiddenState (one array) may hold.
 _ARRAY_TYPES = (jax.Array, np.ndarray, np.generic, int, float, complex, u.Quantity)
@@ -57,14 +57,30 @@ def _describe_array(x: Any) -> str:
     shape, dtype = np.shape(x), getattr(x, "dtype", None)
     if dtype is None:
         return f"value={x!r}"
-    return f"shape={tuple(shape)}, dtype={np.dtype(dtype).name}"
+    return f"shape={tuple(shape)}, dtype={dtype_name(dtype)}"
 
 
 def _short_array(x: Any) -> str:
     dtype = getattr(x, "dtype", None)
     if dtype is None:
         return repr(x)
-    return f"{np.dtype(dtype).name}{list(np.shape(x))}"
+    return f"{dtype_name(dtype)}{list(np.shape(x))}"
+
+
+def dtype_name(dtype: Any) -> str:
+    """A dtype's name: ``'float32'``, or ``'key<fry>'`` for a typed PRNG key (which
+    ``numpy.dtype`` cannot read).
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp
+    >>> from brainx.state.values import dtype_name
+    >>> dtype_name(jnp.float32), dtype_name(jax.random.key(0).dtype)
+    ('float32', 'key<fry>')
+    """
+    if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
+        return str(dtype.name)
+    return np.dtype(dtype).name
 
 
 def _unit_of(value: Any):

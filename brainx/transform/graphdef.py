@@ -31,6 +31,7 @@ import jax
 import numpy as np
 
 from brainx.state.state import State
+from brainx.state.values import dtype_name
 
 __all__ = ["graph_definition", "GraphDefinition"]
 
@@ -148,7 +149,7 @@ def _leaf_type(x: Any) -> Hashable:
     shape, dtype = np.shape(x), getattr(x, "dtype", None)
     if dtype is None:
         raise _Unshareable
-    return (tuple(shape), np.dtype(dtype).name, bool(getattr(x, "weak_type", False)))
+    return (tuple(shape), dtype_name(dtype), bool(getattr(x, "weak_type", False)))
 
 
 def _array_key(x: Any) -> Hashable:

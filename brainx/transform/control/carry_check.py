@@ -19,6 +19,7 @@ from jax._src.lax.lax import _convert_element_type
 
 from brainx.errors import StateTypeError
 from brainx.state.state import State
+from brainx.state.values import dtype_name
 from brainx.transform.core.stateful import StaticLeaves
 
 __all__ = ["check_state_types", "describe_type", "same_type", "keep_weak_types", "joined_type",
@@ -43,7 +44,7 @@ def _leaf_str(x: Any) -> str:
         text = repr(x)  # a leaf JAX cannot trace (a string, an object): show it
         return text if len(text) <= 40 else f"<{type(x).__name__}>"
     weak = "weak " if getattr(aval, "weak_type", False) else ""
-    return f"{weak}{np.dtype(aval.dtype).name}{list(aval.shape)}"
+    return f"{weak}{dtype_name(aval.dtype)}{list(aval.shape)}"
 
 
 class _Shown:

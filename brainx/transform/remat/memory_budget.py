@@ -48,7 +48,8 @@ __all__ = ["Budgeted", "BudgetChoice", "estimate_bytes", "candidates"]
 
 
 def _nbytes(tree: Any) -> int:
-    return sum(int(math.prod(np.shape(x))) * np.dtype(jax.numpy.result_type(x)).itemsize
+    # ``.itemsize`` of the dtype itself: ``numpy.dtype`` cannot read a typed key's
+    return sum(int(math.prod(np.shape(x))) * jax.numpy.result_type(x).itemsize
                for x in jax.tree.leaves(tree))
 
 

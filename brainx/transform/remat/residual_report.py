@@ -31,6 +31,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import jax
 import numpy as np
 import jax.extend.core as jex_core
 
@@ -38,6 +39,11 @@ from brainx.transform.remat.state_names import PREFIX, label_of_tag
 from brainx.transform.remat.value_names import AUTO
 
 __all__ = ["Residual", "ResidualReport", "analyse_residuals"]
+
+
+def _dtype(dtype: Any) -> Any:
+    """``numpy.dtype(dtype)``; a typed PRNG key's dtype (which numpy cannot read) as it is."""
+    return dtype if jax.dtypes.issubdtype(dtype, jax.dtypes.extended) else np.dtype(dtype)
 
 
 @dataclass(frozen=True)
@@ -59,14 +65,18 @@ class Residual:
 
     @property
     def nbytes(self) -> int:
-        return int(math.prod(self.shape)) * np.dtype(self.dtype).itemsize
+        return int(math.prod(self.shape)) * self.dtype.itemsize
 
     @property
     def type_str(self) -> str:
         """``1000 x f32[256]``: loop rows, then the per-step type."""
         inner = self.shape[len(self.loops):]
-        dtype = np.dtype(self.dtype)
-        base = "bool" if dtype.kind == "b" else f"{dtype.kind}{dtype.itemsize * 8}"
+        dtype = self.dtype
+        if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):   # a typed PRNG key
+            base = str(dtype.name)
+        else:
+            dtype = np.dtype(dtype)
+            base = "bool" if dtype.kind == "b" else f"{dtype.kind}{dtype.itemsize * 8}"
         text = f"{base}[{','.join(map(str, inner))}]"
         return " x ".join([*map(str, self.loops), text])
 
@@ -218,5 +228,5 @@ def analyse_residuals(jaxpr, res_vars: Sequence[Any], arg_labels: Sequence[str])
     for v in res_vars:
         kind, origin, src, loops = tracer.origin(v)
         aval = v.aval
-        out.append(Residual(tuple(aval.shape), np.dtype(aval.dtype), kind, origin, loops, src))
+        out.append(Residual(tuple(aval.shape), _dtype(aval.dtype), kind, origin, loops, src))
     return ResidualReport(out)
