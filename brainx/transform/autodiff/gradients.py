@@ -110,6 +110,7 @@ class StateDifferentiation:
         # Only the differentiated arguments are traced while discovering the
         # states: the function may branch on the others in Python, as under jax.grad.
         self.stateful = StatefulFunction(fun, name=self._name, traced_argnums=self._argnums)
+        self.stateful.state_argument_hint = "To differentiate a state, give it in grad_states. "
 
     def _grad_positions(self, sig: StateSignature, key, args, kwargs):
         """Where each grad state sits in ``sig.states`` (``None``: never read)."""
@@ -125,14 +126,8 @@ class StateDifferentiation:
 
     def prepare(self, sig: StateSignature, key, args: tuple, kwargs: dict):
         """``(sig, f, primals)``: ``f(*primals) -> (y, (y, aux, written_values))``."""
+        # (a State among the arguments was refused when the function was traced)
         argnums = _resolve_argnums(self._argnums, len(args), self._name)
-        for n in argnums:
-            found = [x for x in jax.tree.leaves(args[n], is_leaf=_is_state) if _is_state(x)]
-            if found:
-                raise TypeError(
-                    f"{self._name}: positional argument {n} (in argnums) holds {found[0]!r}; "
-                    "a State is not a JAX value. Differentiate it with grad_states=..., or "
-                    "pass its .value.")
         sig, positions = self._grad_positions(sig, key, args, kwargs)
         values = read_state_values(sig.states)
         pure = self.stateful.pure(sig, key)

@@ -36,8 +36,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         The function; it may read and write states.
     static_argnums, static_argnames : int or str, or a sequence of them
         Arguments that are Python values (not traced).
-    axis_env : sequence of (name, size) pairs, optional
-        Axis names to bind while tracing (for collectives such as ``psum``).
+    axis_env : sequence of tuple, optional
+        ``(axis name, size)`` pairs to bind while tracing (for collectives such as ``psum``).
     return_shape : bool
         Also return the output's shapes.
     return_only_write : bool

@@ -234,6 +234,9 @@ class StatefulFunction(StatefulFunctionAPI):
     (True, (True, False))
     """
 
+    #: Said first when a State is given as an argument (``grad``: use ``grad_states``).
+    state_argument_hint: str = ""
+
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(),
                  name: Optional[str] = None, traced_argnums: Optional[Sequence[int]] = None,
                  return_only_write: bool = True, axis_env: Any = None):
@@ -316,7 +319,7 @@ class StatefulFunction(StatefulFunctionAPI):
         """
         leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
         if any(isinstance(x, State) for x in leaves):
-            _refuse_state_arguments(dyn_args, dyn_kwargs, self.name)
+            _refuse_state_arguments(dyn_args, dyn_kwargs, self.name, self.state_argument_hint)
         arg_mask = tuple(self._traced_leaves(dyn_args, leaves))
         in_avals = [abstractify(x) for x, m in zip(leaves, arg_mask) if m]
         found: Dict[str, Any] = {}
@@ -421,15 +424,15 @@ class StatefulFunction(StatefulFunctionAPI):
         return f"StatefulFunction({self.name})"
 
 
-def _refuse_state_arguments(dyn_args: tuple, dyn_kwargs: dict, where: str) -> None:
+def _refuse_state_arguments(dyn_args: tuple, dyn_kwargs: dict, where: str, hint: str) -> None:
     paths = [(jax.tree_util.keystr(path), x) for path, x in
              jax.tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]
              if isinstance(x, State)]
     named = ", ".join(f"{p} is {x!r}" for p, x in paths)
     raise StateTypeError(
         f"{where}: an argument cannot be an instance of State ({named}; [0] are the positional "
-        "arguments, [1] the keyword ones). Pass state.value, or let the function reach the "
-        "state itself (a closure, a module attribute): the transform finds it there and "
+        f"arguments, [1] the keyword ones). {hint}Pass state.value, or let the function reach "
+        "the state itself (a closure, a module attribute): the transform finds it there and "
         "writes it back. No state was changed.")
 
 
