@@ -139,6 +139,18 @@ def test_progress_bar_without_tqdm_draws_plain_text(monkeypatch):
     assert lines[-1].startswith("sim: 100%|") and "\r" not in out.getvalue()
 
 
+@pytest.mark.parametrize("n", [5, 8])
+def test_progress_bar_of_checkpointed_scan_ends_exactly_at_n(monkeypatch, n):
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    out = io.StringIO()
+    _, ys = brainx.transform.checkpointed_scan(
+        lambda c, x: (c + x, c + x), 0.0, jnp.arange(float(n)), base=2,
+        pbar=ProgressBar(freq=1, file=out))
+    assert jnp.allclose(ys, jnp.cumsum(jnp.arange(float(n))))
+    counts = [ln.split("|")[-1].split(" [")[0].strip() for ln in out.getvalue().splitlines()]
+    assert counts == [f"{i}/{n}" for i in range(1, n + 1)]  # no step twice, none past n
+
+
 def ref_for_loop_states(ref, n):
     ys = for_loop(ref.step, inputs(n))
     return ys, ref.states()

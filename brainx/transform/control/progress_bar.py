@@ -159,7 +159,8 @@ class ProgressRunner:
             if not isinstance(data, dict):
                 raise TypeError(f"ProgressBar: the desc function must return a dict, got "
                                 f"{type(data).__name__}.")
-        show = (done == 1) | (done % self.freq == 0) | (done == self.n)
+        # A loop that counts past n (a skipped step) never moves a closed bar.
+        show = ((done == 1) | (done % self.freq == 0) | (done == self.n)) & (done <= self.n)
         jax.lax.cond(show, lambda d, x: jax.debug.callback(self.update, d, x, ordered=True),
                      lambda d, x: None, jnp.asarray(done, jnp.int32), data)
 
