@@ -63,7 +63,9 @@ def debug_nan(fn: Callable, *args, phase: str = "") -> None:
         state's new value. The message starts ``"<name>: NaN/Inf detected"``
         (brainstate's words) and names the primitive (``Introduced by
         primitive``) and line (``Source location``) that made the NaN, and
-        the outputs that hold it (``Contaminated outputs``). Inside ``jit`` (or any trace) the
+        the outputs that hold it (``Contaminated outputs``). Unlike
+        brainstate's, it starts with the function's qualified name and names
+        each output (``the return value[...]``, ``the new value of State``). Inside ``jit`` (or any trace) the
         error is raised by a host callback when the compiled code runs.
 
     Examples
