@@ -125,12 +125,46 @@ def test_progress_bar_true_and_desc_function(capsys):
     assert "step 4 v0=" in out.getvalue() and "5/5" in out.getvalue()
 
 
-def test_progress_bar_without_tqdm_is_a_clear_error(monkeypatch):
+def test_progress_bar_without_tqdm_draws_plain_text(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # `from tqdm.auto import` fails
+    out = io.StringIO()
+    net, ref = Net(), Net()
+    got = for_loop(net.step, inputs(10), pbar=ProgressBar(freq=4, file=out, desc="sim",
+                                                          colour="red"))  # tqdm-only option
+    assert_tree_close((got, net.states()), (ref_for_loop_states(ref, 10)))
+    lines = out.getvalue().splitlines()
+    # a file is not a terminal: one line per update (steps 1, 4, 8, 10), no carriage return
+    assert [ln.split("|")[-1].split(" [")[0].strip() for ln in lines] == [
+        "1/10", "4/10", "8/10", "10/10"]
+    assert lines[-1].startswith("sim: 100%|") and "\r" not in out.getvalue()
+
+
+@pytest.mark.parametrize("n", [5, 8])
+def test_progress_bar_of_checkpointed_scan_ends_exactly_at_n(monkeypatch, n):
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)
-    with pytest.raises(ImportError, match="pip install tqdm"):
-        ProgressBar()
-    with pytest.raises(ImportError, match="pip install tqdm"):
-        for_loop(lambda x: x, jnp.ones(3), pbar=True)
+    out = io.StringIO()
+    _, ys = brainx.transform.checkpointed_scan(
+        lambda c, x: (c + x, c + x), 0.0, jnp.arange(float(n)), base=2,
+        pbar=ProgressBar(freq=1, file=out))
+    assert jnp.allclose(ys, jnp.cumsum(jnp.arange(float(n))))
+    counts = [ln.split("|")[-1].split(" [")[0].strip() for ln in out.getvalue().splitlines()]
+    assert counts == [f"{i}/{n}" for i in range(1, n + 1)]  # no step twice, none past n
+
+
+def ref_for_loop_states(ref, n):
+    ys = for_loop(ref.step, inputs(n))
+    return ys, ref.states()
+
+
+def test_progress_bar_count_follows_brainstate():
+    # count=K moves the bar every n // K steps (brainstate's rule); the bar still ends at n
+    runner = ProgressBar(count=20).init(50)
+    assert (runner.print_freq, runner.remainder) == (2, 0)
+    runner = ProgressBar(count=3).init(10)
+    assert (runner.print_freq, runner.remainder) == (3, 1)
+    assert ProgressBar(count=100).init(4).print_freq == 1  # brainstate: ValueError
+    assert ProgressBar(freq=100).init(4).print_freq == 4   # brainstate: ValueError
+    assert ProgressBar().init(10).print_freq == 1 and ProgressBar().init(45).print_freq == 2
 
 
 def test_an_inline_progress_bar_does_not_recompile_the_loop():

@@ -91,8 +91,10 @@ def test_debug_nan_names_primitive_line_and_state_and_changes_nothing():
     with pytest.raises(RuntimeError) as info:
         debug_nan(f, 2.0, phase="forward")
     msg = str(info.value)
-    assert "[forward]" in msg and "primitive `log`" in msg
-    assert "test_transform_checks.py" in msg  # the user's line
+    assert "[forward]: NaN/Inf detected" in msg and "Introduced by primitive `log`" in msg
+    # brainstate's section names, with the user's line (not a JAX or brainx frame)
+    assert 'Source location: File "' in msg and "test_transform_checks.py" in msg
+    assert "Contaminated outputs:" in msg
     assert f"the new value of {h!r}" in msg and "1 NaN" in msg
     assert h.value.tolist() == [0.0, 0.0]
 
@@ -102,6 +104,17 @@ def test_debug_nan_ignores_a_nan_that_does_not_reach_the_outputs():
         return jnp.where(x > 0, jnp.log(x), 0.0)
 
     debug_nan(safe, jnp.array([-1.0, 2.0]))
+
+
+def test_debug_nan_reports_an_inf_no_primitive_made_and_a_division():
+    with pytest.raises(RuntimeError) as info:  # exp overflow: checkify records nothing
+        debug_nan(jnp.exp, jnp.array([1000.0, 0.0]))
+    msg = str(info.value)
+    assert "NaN/Inf detected" in msg and "Source location: unknown" in msg
+    assert "the return value: shape (2,), 0 NaN, 1 Inf" in msg
+    with pytest.raises(RuntimeError, match="division by zero") as info:
+        debug_nan(lambda x: 1.0 / x, jnp.array([0.0, 2.0]))
+    assert "Source location: File" in str(info.value)
 
 
 def test_debug_nan_in_jit_and_debug_nan_if():

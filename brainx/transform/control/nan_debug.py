@@ -60,8 +60,12 @@ def debug_nan(fn: Callable, *args, phase: str = "") -> None:
     ------
     RuntimeError
         When a NaN or an Inf reaches ``fn``'s return value or a written
-        state's new value; it names the primitive and line that made the
-        NaN, and the outputs that hold it. Inside ``jit`` (or any trace) the
+        state's new value. The message starts ``"<name>: NaN/Inf detected"``
+        (brainstate's words) and names the primitive (``Introduced by
+        primitive``) and line (``Source location``) that made the NaN, and
+        the outputs that hold it (``Contaminated outputs``). Unlike
+        brainstate's, it starts with the function's qualified name and names
+        each output (``the return value[...]``, ``the new value of State``). Inside ``jit`` (or any trace) the
         error is raised by a host callback when the compiled code runs.
 
     Examples
@@ -72,7 +76,7 @@ def debug_nan(fn: Callable, *args, phase: str = "") -> None:
     ...     brainx.transform.debug_nan(jnp.log, jnp.array([-1.0, 2.0]))
     ... except RuntimeError as e:
     ...     print(str(e).splitlines()[1])
-      made by primitive `log`
+      Introduced by primitive `log`
     """
     sf = StatefulFunction(fn, name=f"debug_nan({function_name(fn)})")
 
@@ -153,23 +157,26 @@ def _raise_report(bad: Any, err: Any, leaves: List[Any], *, labels: Sequence[str
     if not bad:
         return
     where = f" [{phase}]" if phase else ""
-    lines = [f"{name}{where}: a NaN or an Inf reaches the function's outputs."]
+    lines = [f"{name}{where}: NaN/Inf detected in the function's outputs."]
     exc = err.get_exception()
     if exc is not None:
         prim = getattr(exc, "prim", None)
-        lines.append(f"  made by primitive `{prim}`" if prim else f"  checkify: {exc}")
+        lines.append(f"  Introduced by primitive `{prim}`" if prim else f"  Checkify report: {exc}")
         source = _user_frame(getattr(exc, "traceback_info", None))
-        if source:
-            lines.append(f"  at {source}")
+        lines.append(f"  Source location: {source or 'unknown (only JAX or brainx frames)'}")
     else:
-        lines.append("  (no primitive made a NaN: an Inf from overflow, log(0), or a NaN or an "
-                     "Inf given as input, reached the outputs)")
+        lines.append("  Source location: unknown (no primitive made a NaN: an Inf from overflow "
+                     "or log(0), or a NaN or an Inf given as input, reached the outputs)")
+    bad_outputs = []
     for label, x in zip(labels, leaves):
         if not jnp.issubdtype(jnp.result_type(x), jnp.inexact):
             continue
         n_nan, n_inf = int(jnp.sum(jnp.isnan(x))), int(jnp.sum(jnp.isinf(x)))
         if n_nan or n_inf:
-            lines.append(f"  {label}: shape {tuple(jnp.shape(x))}, {n_nan} NaN, {n_inf} Inf")
+            bad_outputs.append(f"    {label}: shape {tuple(jnp.shape(x))}, {n_nan} NaN, "
+                               f"{n_inf} Inf")
+    if bad_outputs:
+        lines += ["  Contaminated outputs:"] + bad_outputs
     raise RuntimeError("\n".join(lines))
 
 

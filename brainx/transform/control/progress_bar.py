@@ -1,30 +1,40 @@
-"""A tqdm progress bar for compiled loops, updated from inside the loop."""
+"""A progress bar for compiled loops, updated from inside the loop.
+
+The loop stays compiled: every few steps it calls back to Python (an ordered
+``jax.debug.callback``) to move the bar. The bar is drawn with ``tqdm`` when
+it is installed, and otherwise with the plain-text
+:class:`~brainx.transform.control.text_bar.TextBar`, so asking for a bar
+never makes a program depend on an optional package.
+"""
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Dict, Hashable, Optional, Tuple, Union
 
 import jax
 import jax.numpy as jnp
+
+from brainx.transform.control.text_bar import TextBar
 
 __all__ = ["ProgressBar"]
 
 Desc = Union[str, Tuple[str, Callable[[Dict[str, Any]], Dict[str, Any]]]]
 
 
-def _tqdm():
+def _bar_class() -> Callable[..., Any]:
+    """``tqdm.auto.tqdm`` if tqdm is installed, else the plain-text :class:`TextBar`."""
     try:
         from tqdm.auto import tqdm
-    except ImportError as e:
-        raise ImportError(
-            "A progress bar (pbar=...) needs the optional package tqdm, which is not installed. "
-            "Install it with `pip install tqdm`, or run the loop without pbar.") from e
+    except ImportError:
+        return TextBar
     return tqdm
 
 
 class ProgressBar:
     """A progress bar for :func:`scan` and :func:`for_loop`, drawn with tqdm.
+
+    Without tqdm installed, the bar is drawn as plain text (as brainstate
+    does), by :class:`~brainx.transform.control.text_bar.TextBar`.
 
     The loop stays compiled: every ``freq`` steps it calls back to Python
     (``jax.debug.callback``, ordered) to move the bar. Results are the same
@@ -35,7 +45,8 @@ class ProgressBar:
     freq : int, optional
         Update the bar every ``freq`` steps. Default: about 20 updates in all.
     count : int, optional
-        Update the bar about ``count`` times in all (instead of ``freq``).
+        Update the bar about ``count`` times in all (instead of ``freq``):
+        every ``n // count`` steps, as brainstate.
     desc : str or (str, callable), optional
         The bar's description. A pair ``(template, fn)`` formats ``template``
         with ``fn(data)``, where ``data`` is ``{"i": step index, "carry":
@@ -73,7 +84,6 @@ class ProgressBar:
         _check_desc(desc)
         for managed in ("total", "mininterval", "maxinterval", "miniters"):
             kwargs.pop(managed, None)  # the loop decides when the bar moves
-        _tqdm()  # fail now, with a clear message, if tqdm is missing
         self.freq = freq
         self.count = count
         self.desc = desc
@@ -92,7 +102,7 @@ class ProgressBar:
     def init(self, n: int) -> "ProgressRunner":
         """The runner for a loop of ``n`` steps."""
         if self.count is not None:
-            freq = max(1, math.ceil(n / self.count))
+            freq = max(1, n // self.count)
         elif self.freq is not None:
             freq = self.freq
         else:
@@ -130,6 +140,17 @@ class ProgressRunner:
         self.kwargs = kwargs
         self.bar = None
 
+    @property
+    def print_freq(self) -> int:
+        """brainstate's name for ``freq``: the bar moves every ``print_freq`` steps."""
+        return self.freq
+
+    @property
+    def remainder(self) -> int:
+        """The steps after the last multiple of ``freq`` (``n % freq``); the bar
+        moves once more after the last step, so it always ends at ``n``."""
+        return self.n % self.freq
+
     def __call__(self, done, carry: Any = None, y: Any = None) -> None:
         """Move the bar after a step; ``done`` counts the steps finished (traced int)."""
         data: Dict[str, Any] = {}
@@ -138,7 +159,8 @@ class ProgressRunner:
             if not isinstance(data, dict):
                 raise TypeError(f"ProgressBar: the desc function must return a dict, got "
                                 f"{type(data).__name__}.")
-        show = (done == 1) | (done % self.freq == 0) | (done == self.n)
+        # A loop that counts past n (a skipped step) never moves a closed bar.
+        show = ((done == 1) | (done % self.freq == 0) | (done == self.n)) & (done <= self.n)
         jax.lax.cond(show, lambda d, x: jax.debug.callback(self.update, d, x, ordered=True),
                      lambda d, x: None, jnp.asarray(done, jnp.int32), data)
 
@@ -147,7 +169,7 @@ class ProgressRunner:
         done = int(done)
         if self.bar is None or done <= self.bar.n:  # first update of a run
             self.close()
-            self.bar = _tqdm()(total=self.n, **self.kwargs)
+            self.bar = _bar_class()(total=self.n, **self.kwargs)
             if isinstance(self.desc, str):
                 self.bar.set_description(self.desc, refresh=False)
             elif self.desc is None:
