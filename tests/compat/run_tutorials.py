@@ -44,8 +44,30 @@ import traceback
 DEFAULT_REPO = "/work/.mirror/chaobrain+brainstate/repo"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# brain dynamics first, then deep learning; brainstate 0.5.4's paths
-NOTEBOOKS = [
+# brainstate's core (states, transforms, randomness, the how-tos around them) first, then
+# brain dynamics, then deep learning; brainstate 0.5.4's paths
+CORE_NOTEBOOKS = [
+    "docs/getting_started/quickstart.ipynb",
+    "docs/tutorials/core/01_state_and_pytrees.ipynb",
+    "docs/tutorials/core/06_transformations_essentials.ipynb",
+    "docs/tutorials/core/08_randomness.ipynb",
+    "docs/tutorials/transformations/01_jit_and_compilation.ipynb",
+    "docs/tutorials/transformations/02_autodiff.ipynb",
+    "docs/tutorials/transformations/03_vectorization.ipynb",
+    "docs/tutorials/transformations/04_advanced_batching.ipynb",
+    "docs/tutorials/transformations/05_control_flow.ipynb",
+    "docs/tutorials/transformations/06_error_handling_and_checks.ipynb",
+    "docs/tutorials/transformations/07_debugging.ipynb",
+    "docs/tutorials/transformations/08_ir_optimization_and_codegen.ipynb",
+    "docs/how_to/checkpoint_and_restore.ipynb",
+    "docs/how_to/custom_states_and_mixins.ipynb",
+    "docs/how_to/filter_and_organize_states.ipynb",
+    "docs/how_to/inspect_and_edit_state_graph.ipynb",
+    "docs/how_to/interoperate_with_flax_equinox.ipynb",
+    "docs/how_to/migrate_from_pytorch.ipynb",
+    "docs/how_to/state_hooks.ipynb",
+]
+NOTEBOOKS = CORE_NOTEBOOKS + [
     "docs/tutorials/brain_dynamics/01_dynamics_and_integration.ipynb",
     "docs/tutorials/brain_dynamics/02_synaptic_delays.ipynb",
     "docs/tutorials/brain_dynamics/03_event_driven_operators.ipynb",
@@ -86,7 +108,8 @@ _plt.show = lambda *a, **k: None
 """
 
 # packages the tutorials import that brainx does not replace
-OTHERS = ("braintools", "brainpy", "brainmass", "datasets", "seaborn", "pandas")
+OTHERS = ("braintools", "brainpy", "brainmass", "datasets", "seaborn", "pandas", "flax", "equinox",
+          "torch", "orbax")
 
 
 class Missing:
