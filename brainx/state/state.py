@@ -113,6 +113,7 @@ class State(HookableState):
         self._level = _THREAD.depth
         self._source = _source_info()
         if self._level == 0:  # outside every transform
+            _note_raw_trace(self, value)
             check_no_tracer(self, value)
         if _HOOKED:
             fire_init(self, value, {"name": name, "_name": name, "tag": self.tag, **metadata})
@@ -454,10 +455,29 @@ def _check_not_state(value: Any, target: Optional[State]) -> None:
             "Assign its value instead: `target.value = source.value`.")
 
 
+# A state created inside a raw JAX transform (its first value holds that trace's tracers:
+# `treefy_merge` inside `jax.jit`/`jax.grad`, the functional pattern) belongs to that trace;
+# it may take that trace's tracers, and no other's. Kept out of copies and snapshots.
+_BORN_IN = "__brainx_born_in"
+
+
+def _note_raw_trace(state: State, value: Any) -> None:
+    traces = {id(leaf._trace): leaf._trace for leaf in jax.tree.leaves(value)
+              if isinstance(leaf, Tracer)}
+    if len(traces) == 1:
+        state.__dict__[_BORN_IN] = next(iter(traces.values()))
+
+
 def check_no_tracer(state: State, value: Any) -> None:
-    """Refuse a value holding a JAX tracer when no brainx transform is tracing."""
+    """Refuse a value holding a JAX tracer when no brainx transform is tracing.
+
+    The tracers of the raw JAX trace a state was created in are accepted: such a
+    state lives in that trace (it was built there, by ``treefy_merge`` say).
+    """
     for leaf in jax.tree.leaves(value):
         if isinstance(leaf, Tracer):
+            if leaf._trace is state.__dict__.get(_BORN_IN, _NOWHERE):
+                continue
             raise TracerLeakError(
                 f"{state!r} was written with a JAX tracer outside any brainx transform. A raw JAX "
                 "transform (jax.jit, jax.grad, jax.vmap, jax.lax.scan, ...) is tracing a function "
@@ -466,6 +486,9 @@ def check_no_tracer(state: State, value: Any) -> None:
                 "back. The state keeps its previous value.")
         if isinstance(leaf, State):
             _check_not_state(leaf, state)
+
+
+_NOWHERE = object()
 
 
 def expire_if_traced(state: State, where: Optional[str]) -> None:
