@@ -185,9 +185,18 @@ def test_a_user_scope_does_not_make_tracers_safe():
     assert float(s.value) == 0.0
 
 
-def test_creating_a_state_from_a_tracer_under_a_raw_transform_is_refused():
-    with pytest.raises(brainx.TracerLeakError, match="ParamState"):
-        jax.jit(lambda x: brainx.ParamState(x * 2) and x)(1.0)
+def test_a_state_created_under_a_raw_transform_lives_in_its_trace_and_dies_with_it():
+    kept = []
+
+    def f(x):
+        s = brainx.ParamState(x * 2)         # born in jit's trace: allowed there
+        s.value = s.value + 1
+        kept.append(s)
+        return s.value
+
+    assert float(jax.jit(f)(1.0)) == 3.0
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        kept[0].value + 1                    # escaped: JAX refuses its dead tracer
 
 
 def test_a_scope_closed_out_of_order_still_restores_everything():
