@@ -152,3 +152,22 @@ def test_stateful_mapping_keeps_static_arguments_as_tuples():
     np.testing.assert_allclose(out, jnp.arange(3.0) * 2.0)
     with pytest.raises(ValueError, match="out of range"):   # checked when built, as jax.jit does
         StatefulMapping(lambda x: x, static_argnums=2)
+
+
+def test_a_generator_selected_with_one_key_gets_a_key_per_lane_and_keeps_one():
+    from brainx.util.filter import OfType
+    rng_type = OfType(brainx.random.RandomState)
+
+    def draw(seed):
+        brainx.random.seed(seed)
+        mapped = vmap2(lambda scale: brainx.random.normal(0.0, scale),
+                       state_in_axes={0: rng_type}, state_out_axes={0: rng_type})
+        return mapped(jnp.linspace(1.0, 2.0, 4)), brainx.random.get_key_data()
+
+    (x, key), (y, key_again) = draw(3), draw(3)
+    np.testing.assert_array_equal(x, y)                       # reproducible
+    np.testing.assert_array_equal(key, key_again)
+    assert len(set(np.asarray(x).tolist())) == 4              # each lane its own draw
+    assert brainx.random.DEFAULT.value.shape == ()            # still one key
+    brainx.random.seed(3)
+    assert not np.array_equal(key, brainx.random.get_key_data())   # and it moved on

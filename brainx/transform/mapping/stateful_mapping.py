@@ -38,6 +38,7 @@ import jax
 
 from brainx.errors import BatchAxisError
 from brainx.lanes import current_trace, owned_traces
+from brainx.random.state import RandomState
 from brainx.state.state import State
 from brainx.transform.core.arguments import function_name
 from brainx.transform.core.state_filter import state_predicate
@@ -180,6 +181,11 @@ class StatefulMapping(VmappedFunction):
                  ) -> Optional[int]:
         for axis, selects in self.state_in_axes:
             if selects((), state):
+                if isinstance(state, RandomState) and not _has_lanes(value_of(state), axis,
+                                                                     size or 1):
+                    # one key, not one per lane: every lane gets its own key split from
+                    # it and the generator moves on, as for an undeclared generator
+                    return None
                 return axis
         axis = self._scattered.get(state)
         if axis is not None and size is not None and not _has_lanes(value_of(state), axis, size):
@@ -187,6 +193,8 @@ class StatefulMapping(VmappedFunction):
         return axis
 
     def _out_axis(self, state: State, in_map: Dict[State, int]) -> Optional[int]:
+        if isinstance(state, RandomState) and state not in in_map:
+            return None  # split per lane for this call only (see _in_axis)
         for axis, selects in self.state_out_axes:
             if selects((), state):
                 return axis
