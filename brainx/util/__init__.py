@@ -18,7 +18,7 @@ For user programs (the names of ``brainstate.util``):
 * :mod:`brainx.util.frozen`: :class:`FrozenDict` (immutable, hashable,
   a pytree), :func:`freeze`, :func:`unfreeze`, :func:`copy`, :func:`pop`,
   :func:`pretty_repr`;
-* :mod:`brainx.util.dataclasses`: :func:`dataclass`, :func:`field`,
+* :mod:`brainx.util.struct`: :func:`dataclass`, :func:`field`,
   :class:`PyTreeNode`, :func:`is_dataclass`: frozen dataclasses that are
   pytrees, with static fields;
 * :mod:`brainx.util.pretty` and :mod:`brainx.util.pretty_containers`:
@@ -40,7 +40,7 @@ from brainx.util.filter import (
 from brainx.util.mappings import FlattedDict, NestedDict, flat_mapping, nest_mapping
 from brainx.util.path import DottedPath
 from brainx.util.cache import BoundedCache
-from brainx.util.dataclasses import PyTreeNode, dataclass, field, is_dataclass
+from brainx.util.struct import PyTreeNode, dataclass, field, is_dataclass
 from brainx.util.dict_manager import DictManager
 from brainx.util.dicts import DotDict, flatten_dict, merge_dicts, unflatten_dict
 from brainx.util.frozen import FrozenDict, copy, freeze, pop, pretty_repr, unfreeze

@@ -1,5 +1,9 @@
 """Frozen dataclasses that are JAX pytrees: :func:`dataclass`, :func:`field`, :class:`PyTreeNode`.
 
+This is brainstate's ``util.struct`` module, so it also offers the frozen dicts
+of :mod:`brainx.util.frozen` (:class:`FrozenDict`, :func:`freeze`,
+:func:`unfreeze`, :func:`copy`, :func:`pop`, :func:`pretty_repr`).
+
 A JAX transformation (``jax.jit``, ``jax.grad``, ``jax.tree.map``) takes apart
 its arguments into leaves (arrays) and a static structure, and puts them back
 together. A class decorated with :func:`dataclass` takes part in this: each
@@ -41,9 +45,16 @@ import dataclasses
 from typing import Any, Callable, List, Optional, Type, TypeVar, Union
 
 import jax
-from typing_extensions import dataclass_transform
 
-__all__ = ["field", "dataclass", "is_dataclass", "PyTreeNode"]
+try:
+    from typing import dataclass_transform
+except ImportError:  # Python 3.10
+    from typing_extensions import dataclass_transform
+
+from brainx.util.frozen import FrozenDict, copy, freeze, pop, pretty_repr, unfreeze
+
+__all__ = ["field", "dataclass", "is_dataclass", "PyTreeNode", "FrozenDict", "freeze", "unfreeze",
+           "copy", "pop", "pretty_repr"]
 
 T = TypeVar("T")
 TNode = TypeVar("TNode", bound="PyTreeNode")
