@@ -276,7 +276,12 @@ def checkpointed_while_loop(cond_fun: Callable, body_fun: Callable, init_val, *,
             "advance; a while loop's is known only when it ends. Use Binomial(snapshots=...) "
             "(the default), or a checkpointed_scan when the length is fixed.")
     if jax.config.jax_disable_jit:
-        return _python_while("checkpointed_while_loop", cond_fun, body_fun, init_val, max_steps)
+        init_val, steps, done = _python_while("checkpointed_while_loop", cond_fun, body_fun,
+                                              init_val, max_steps)
+        if done:
+            return init_val
+        if max_steps is not None:
+            max_steps -= steps
 
     return run_compiled_once(
         [cond_fun, body_fun], ("checkpointed_while_loop", max_steps, strategy.snapshots),
