@@ -27,6 +27,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, TypeVar
 import jax
 import jax.numpy as jnp
 
+from brainx.errors import StepOutputError
 from brainx.state.trace import StateTraceStack
 from brainx.transform.control.carry_check import (
     cast_like, describe_type, has_weak_leaf, keep_weak_types, promote_weak, same_type,
@@ -154,8 +155,9 @@ def promote_weak_carry(sig: UnionSignature, init: Any, step_types: Callable, arg
 
 def _pair(out: Any, what: str) -> Tuple[Any, Any]:
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(f"{what} must return a pair (new_carry, y), got {type(out).__name__}: "
-                        f"{out!r}.")
+        raise StepOutputError(f"{what} must return a pair (new_carry, y), got "
+                              f"{type(out).__name__}: {out!r}. Return (carry, None) when "
+                              "there is nothing to stack.")
     return out[0], out[1]
 
 

@@ -22,7 +22,8 @@ from brainx.transform.remat.checkpoint_strategies import (
 )
 from brainx.transform.control.loop_cache import WeakFunction, run_compiled_once
 from brainx.transform.control.loops import (
-    _check_callable, _non_negative_int, _pair, _python_while, _run_scan, _Scan, _While,
+    _check_callable, _check_carry, _non_negative_int, _pair, _python_while, _run_scan, _Scan,
+    _While,
 )
 from brainx.transform.control.progress_bar import ProgressBar
 from brainx.transform.remat.default_strategy import default_strategy
@@ -55,6 +56,7 @@ class _CheckpointedScan(_Scan):
         def body(consts, carry, x):
             out, states = pure(sig.merge(carry[0], consts), carry[1], x)
             c, y = _pair(out, label)
+            _check_carry(carry[1], c, label)
             return (states, c), y
 
         monitor = None if runner is None else (lambda done, carry, y: runner(done, carry[1], y))
