@@ -115,8 +115,9 @@ class StatefulFunctionAPI:
             sig = None
         if sig is None:
             if not compile_if_miss:
-                raise ValueError(f"{self.name}: no trace for these arguments; call "
-                                 "make_jaxpr(*args, **kwargs) first, or pass compile_if_miss=True.")
+                raise ValueError(f"{self.name}: no trace for these arguments (not compiled "
+                                 "yet); call make_jaxpr(*args, **kwargs) first, or pass "
+                                 "compile_if_miss=True.")
             self.make_jaxpr(*args, **kwargs)
             sig = self._lookup(cache_key)
         return sig
@@ -150,8 +151,9 @@ class StatefulFunctionAPI:
     def _by_cache(self, cache_key: Hashable):
         sig = self._lookup(cache_key)
         if sig is None:
-            raise ValueError(f"{self.name}: no trace under this cache key; call the function "
-                             "or make_jaxpr(*args) first (get_arg_cache_key(*args) gives the key).")
+            raise ValueError(f"{self.name}: no trace under this cache key (not compiled yet); "
+                             "call the function or make_jaxpr(*args) first "
+                             "(get_arg_cache_key(*args) gives the key).")
         return sig
 
     # -- by cache key (brainstate's *_by_cache family) ---------------------------------
