@@ -1,7 +1,7 @@
 """The errors brainx raises when a state would be left inconsistent."""
 
 __all__ = ["BrainxError", "TracerLeakError", "ExpiredStateError", "StateTypeError", "BatchAxisError",
-           "TraceContextError", "BrainStateError", "ArgnumsError"]
+           "TraceContextError", "BrainStateError", "ArgnumsError", "StepOutputError"]
 
 
 class BrainxError(Exception):
@@ -64,4 +64,23 @@ class ArgnumsError(BrainxError, TypeError, ValueError):
     otherwise leave one of them with a silently zero gradient. Both a
     ``TypeError`` (as ``jax.grad`` raises for a bad type) and a ``ValueError``
     (as brainstate raises).
+    """
+
+
+class StepOutputError(BrainxError, TypeError, ValueError):
+    """A loop's step function returned something that is not a ``(new_carry, y)`` pair.
+
+    Raised by ``scan``, ``checkpointed_scan`` and the other loops that take a
+    ``(carry, x) -> (new_carry, y)`` step, before any state changes. Both a
+    ``TypeError`` (as ``jax.lax.scan`` raises for an output of the wrong
+    structure) and a ``ValueError`` (as brainstate raises).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> try:
+    ...     brainx.transform.scan(lambda c, x: c + x, 0.0, jnp.arange(3.0))
+    ... except brainx.errors.StepOutputError as err:
+    ...     print(str(err)[:45])
+    the step of scan (<lambda>) must return a pai
     """

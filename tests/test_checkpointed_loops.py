@@ -313,6 +313,28 @@ def test_bad_arguments_are_clear_errors():
         Binomial(0)
     with pytest.raises(TypeError, match="must return a pair"):
         checkpointed_scan(lambda c, x: c, 0.0, xs)
+    # A carry that changes type is named as in scan (also for zero steps).
+    for n in (0, 3):
+        with pytest.raises(TypeError, match=r"the step of checkpointed_scan \(.*<lambda>\) returns "
+                                            r"a carry of type float32\[2\]"):
+            checkpointed_scan(lambda c, x: (c + x, c), 0.0, jnp.zeros((n, 2)))
+
+
+def test_zero_length_checkpointed_scan_returns_init_like_lax_scan():
+    # brainstate raises ValueError for zero steps; brainx runs them, as jax.lax.scan does.
+    s = brainx.State(jnp.ones(()))
+
+    def step(c, x):
+        s.value = s.value * 2
+        return c * x, c
+
+    want = jax.lax.scan(lambda c, x: (c * x, c), 2.0, jnp.zeros((0,)))
+    for kw in ({}, {"length": 0}):
+        got = checkpointed_scan(step, 2.0, jnp.zeros((0,)), **kw)
+        jax.tree.map(np.testing.assert_array_equal, got, want)
+    assert float(s.value) == 1.0
+    grad = jax.grad(lambda a: checkpointed_scan(lambda c, x: (c * x, c), a, jnp.zeros((0,)))[0])
+    assert float(grad(2.0)) == 1.0
 
 
 def test_compiled_once_outside_jit_and_same_under_disable_jit():

@@ -34,6 +34,7 @@ def test_every_documented_class_is_a_brainx_error():
         assert issubclass(cls, BrainxError)
     assert issubclass(brainx.StateTypeError, TypeError)
     assert issubclass(brainx.BatchAxisError, ValueError)
+    assert issubclass(brainx.errors.StepOutputError, BrainxError)
 
 
 def test_tracer_leak_raw_jit_writing_a_state():
@@ -201,6 +202,28 @@ def test_loop_carry_type_change():
                                         r"was given has type float32\[2\]"):
         transform.scan(step, jnp.zeros(2), jnp.ones(3))
     assert unchanged(before, s)
+
+
+@pytest.mark.parametrize("loop", ["scan", "checkpointed_scan"])
+def test_step_output_error_not_a_pair(loop):
+    s = brainx.State(jnp.zeros(()), name="s")
+    before = values(s)
+
+    def single(c, x):
+        s.value = s.value + x
+        return c + x
+
+    def triple(c, x):
+        s.value = s.value + x
+        return c + x, x, x
+
+    for step, got in ((single, "got DynamicJaxprTracer"), (triple, "got tuple")):
+        with pytest.raises(brainx.errors.StepOutputError,
+                           match=rf"the step of {loop} \(.*\) must return a pair \(new_carry, "
+                                 rf"y\), {got}.*Return \(carry, None\)") as info:
+            getattr(transform, loop)(step, 0.0, jnp.ones(3))
+        assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+        assert unchanged(before, s)
 
 
 def test_while_cond_fun_writes_a_state():

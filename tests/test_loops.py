@@ -172,6 +172,32 @@ def test_cond_inside_loop_and_loop_inside_cond():
     assert_tree_close((out, net2.states()), (ys_ref.sum(), (v, count)))
 
 
+@pytest.mark.parametrize("loop", ["while_loop", "bounded_while_loop", "checkpointed_while_loop"])
+def test_disable_jit_with_a_batched_predicate_falls_back_to_the_primitive(loop):
+    # Under vmap the predicate is a tracer Python cannot branch on: the loop
+    # is then run as a primitive, as jax.lax.while_loop does.
+    kw = {"max_steps": 10} if loop == "bounded_while_loop" else {}
+    run = getattr(brainx.transform, loop)
+    init = jnp.array([0, 1, 2])
+    want = jax.vmap(lambda v: jax.lax.while_loop(lambda v: v < 3, lambda v: v + 1, v))(init)
+    with jax.disable_jit():
+        out = jax.vmap(lambda v: run(lambda v: v < 3, lambda v: v + 1, v, **kw))(init)
+    np.testing.assert_array_equal(out, want)
+
+    # With a state, through brainx's vmap (a raw jax.vmap may not write states).
+    s = brainx.State(jnp.zeros(3))
+
+    def body(v):
+        s.value = s.value + 1.0
+        return v + 1
+
+    with jax.disable_jit():
+        out = brainx.transform.vmap(lambda v: run(lambda v: v < 3, body, v, **kw),
+                                    in_states={0: s}, out_states={0: s})(init)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(s.value, [3.0, 2.0, 1.0])
+
+
 def test_disable_jit_runs_the_same_loop_in_python():
     xs = inputs(5)
     net = Net()

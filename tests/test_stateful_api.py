@@ -228,3 +228,51 @@ def test_a_state_passed_as_an_argument_is_refused_with_its_path():
     np.testing.assert_array_equal(a.value, jnp.ones(2))
     # the supported way: the function reaches the state itself
     assert float(transform.jit(lambda x: f(a, x))(1.0)) == 4.0
+
+
+def test_jaxpr_call_and_debug_call_refuse_a_wrong_number_of_state_values():
+    a, b = brainx.State(jnp.ones(2)), brainx.State(jnp.full(2, 2.0))
+
+    def f(x):
+        a.value = a.value + x
+        b.value = b.value + x
+        return a.value.sum()
+
+    sf = transform.StatefulFunction(f)
+    x = jnp.ones(2)
+    sf.make_jaxpr(x)
+    for method in ("jaxpr_call", "debug_call"):
+        call = getattr(sf, method)
+        with pytest.raises(ValueError, match=rf"State length mismatch: .*\.{method} expected "
+                                             r"values for 2 states .*got 1"):
+            call([jnp.zeros(2)], x)
+        with pytest.raises(ValueError, match=r"None at index \[1\]"):
+            call([jnp.zeros(2), None], x)
+        np.testing.assert_array_equal(a.value, [1.0, 1.0])  # no state changed
+        np.testing.assert_array_equal(b.value, [2.0, 2.0])
+
+
+def test_debug_call_gives_the_states_back_when_the_function_raises():
+    a = brainx.State(jnp.ones(2))
+    calls = []
+
+    def f(x):
+        a.value = a.value + x
+        if calls:
+            raise RuntimeError("boom")
+        calls.append(1)
+        return a.value.sum()
+
+    sf = transform.StatefulFunction(f)
+    sf.make_jaxpr(jnp.ones(2))
+    with pytest.raises(RuntimeError, match="boom"):
+        sf.debug_call([jnp.zeros(2)], jnp.ones(2))
+    np.testing.assert_array_equal(a.value, [1.0, 1.0])
+    assert not isinstance(a.value, jax.core.Tracer)
+    # And on success, the states keep what the function left (as brainstate's debug_call).
+    calls.clear()
+    sf2 = transform.StatefulFunction(lambda x: a.__setattr__("value", a.value * x))
+    sf2.make_jaxpr(2.0)
+    new, _ = sf2.debug_call([jnp.full(2, 3.0)], 2.0)
+    np.testing.assert_array_equal(a.value, [6.0, 6.0])
+    np.testing.assert_array_equal(new[0], [6.0, 6.0])

@@ -365,7 +365,10 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
         Passed to ``jax.jit`` (``in_shardings``, ``out_shardings``,
         ``keep_unused``, ``device``, ``backend``, ``inline``,
         ``compiler_options``). ``in_shardings`` / ``out_shardings`` apply to
-        the function's arguments and output; a state's own ``sharding``
+        the function's arguments and output (one sharding given alone as
+        ``in_shardings`` is broadcast over every positional argument, as in
+        ``jax.jit``; brainstate raises ``NotImplementedError`` for it).
+        A state's own ``sharding``
         (see :func:`brainx.distributed.shard_states`) is used for its value
         in and out, so sharded states stay sharded across calls.
 

@@ -14,7 +14,9 @@ built (not per call):
   ``in_shardings``, the states' shardings are passed as in-shardings too.
 * **Argument shardings.** ``in_shardings`` / ``out_shardings`` given to
   ``jit`` apply to the function's own arguments and output, as in ``jax.jit``
-  (with ``in_shardings``, keyword arguments are refused by JAX).
+  (with ``in_shardings``, keyword arguments are refused by JAX). One
+  sharding given alone is broadcast over every positional argument, as in
+  ``jax.jit``.
 * **Donated states.** With ``donate_states``, the buffers of the states the
   function writes are donated: XLA writes the new values into them, so a step
   holds one copy of a large state instead of two. The donated values are
@@ -88,9 +90,26 @@ def check_spec_fits(state: Any, spec: PartitionSpec, mesh: Mesh,
 
 def compile_pure(pure: Callable, owner: Any, states: Sequence[Any],
                  write_states: Sequence[Any]) -> Callable:
-    """``jax.jit`` of ``pure`` with the shardings and donation of ``owner`` and these states."""
+    """``jax.jit`` of ``pure`` with the shardings and donation of ``owner`` and these states.
+
+    A single ``in_shardings`` (not a tuple or list) is broadcast over every
+    positional argument, as ``jax.jit`` does: the number of arguments is
+    known only at the call, so one ``jax.jit`` is made per number of
+    arguments (:class:`_PerArity`).
+    """
     kwargs = dict(owner._jit_kwargs)
     in_user = kwargs.pop("in_shardings", _UNSET)
+    if in_user is not _UNSET and not isinstance(in_user, (tuple, list)):
+        return _PerArity(lambda n: _compile(pure, owner, states, write_states, kwargs,
+                                            (in_user,) * n))
+    return _compile(pure, owner, states, write_states, kwargs,
+                    _UNSET if in_user is _UNSET else tuple(in_user))
+
+
+def _compile(pure: Callable, owner: Any, states: Sequence[Any], write_states: Sequence[Any],
+             kwargs: dict, in_user: Any) -> Callable:
+    """:func:`compile_pure` with ``in_user``: one sharding per positional argument, or unset."""
+    kwargs = dict(kwargs)
     out_user = kwargs.pop("out_shardings", _UNSET)
     state_in = [state_sharding(s) for s in states]
     state_out = [state_sharding(s) for s in write_states]
@@ -104,12 +123,12 @@ def compile_pure(pure: Callable, owner: Any, states: Sequence[Any],
         kwargs["out_shardings"] = (None if out_user is _UNSET else out_user, state_out)
     if not donated:
         if in_user is not _UNSET:
-            kwargs["in_shardings"] = (state_in, *_as_tuple(in_user))
+            kwargs["in_shardings"] = (state_in, *in_user)
         return jax.jit(pure, donate_argnums=owner._donate, **kwargs)
     kept = [i for i in range(len(states)) if i not in donated]
     if in_user is not _UNSET:
         kwargs["in_shardings"] = ([state_in[i] for i in donated], [state_in[i] for i in kept],
-                                  *_as_tuple(in_user))
+                                  *in_user)
 
     def split_pure(donated_values, kept_values, *args, **kw):
         values: List[Any] = [None] * len(states)
@@ -125,8 +144,30 @@ def compile_pure(pure: Callable, owner: Any, states: Sequence[Any],
     return DonatingCall(jitted, donated, kept, [states[i] for i in donated])
 
 
-def _as_tuple(in_shardings: Any) -> tuple:
-    return tuple(in_shardings) if isinstance(in_shardings, (tuple, list)) else (in_shardings,)
+class _PerArity:
+    """Entry functions made per number of positional arguments (one broadcast ``in_shardings``).
+
+    Called like the plain entry function, ``(state_values, *args, **kwargs)``.
+    """
+
+    def __init__(self, make: Callable[[int], Callable]):
+        self._make = make
+        self._made: dict = {}
+
+    def _for(self, args: tuple) -> Callable:
+        jitted = self._made.get(len(args))
+        if jitted is None:
+            jitted = self._made[len(args)] = self._make(len(args))
+        return jitted
+
+    def __call__(self, values, *args, **kwargs):
+        return self._for(args)(values, *args, **kwargs)
+
+    def lower(self, values, *args, **kwargs):
+        return self._for(args).lower(values, *args, **kwargs)
+
+    def trace(self, values, *args, **kwargs):
+        return self._for(args).trace(values, *args, **kwargs)
 
 
 def _constrained(pure: Callable, shardings: List[Optional[jax.sharding.Sharding]]) -> Callable:

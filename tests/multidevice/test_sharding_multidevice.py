@@ -111,6 +111,30 @@ def test_jit_in_and_out_shardings_of_arguments():
     assert out.sharding.spec == P()
 
 
+def test_one_in_sharding_is_broadcast_over_every_argument_like_jax_jit():
+    mesh = mesh1()
+    sh = NamedSharding(mesh, P("data"))
+    s = brainx.State(jnp.zeros(16))
+
+    def body(x, y):
+        s.value = s.value + x
+        return x * y
+
+    x, y = jnp.arange(16.0), jnp.full(16, 2.0)
+    want = jax.jit(lambda x, y: x * y, in_shardings=sh)(x, y)
+    for opts in ({}, {"donate_states": True}):
+        s.value = jnp.zeros(16)
+        f = brainx.transform.jit(body, in_shardings=sh, **opts)
+        np.testing.assert_allclose(np.asarray(f(x, y)), np.asarray(want))
+        np.testing.assert_allclose(np.asarray(s.value), np.arange(16.0))
+        main = [l for l in f.lower(x, y).as_text().splitlines() if "@main(" in l][0]
+        assert main.count('[{"data"}]') >= 2  # both arguments sharded
+        # Another number of arguments gets its own compiled function.
+        g = brainx.transform.jit(lambda *xs: sum(xs), in_shardings=sh, **opts)
+        np.testing.assert_allclose(np.asarray(g(x)), np.asarray(x))
+        np.testing.assert_allclose(np.asarray(g(x, y, y)), np.asarray(x + 4))
+
+
 def test_spec_that_does_not_fit_names_the_state():
     mesh = mesh1()
     bad = brainx.HiddenState(jnp.zeros((6, 3)), name="v")

@@ -27,6 +27,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, TypeVar
 import jax
 import jax.numpy as jnp
 
+from brainx.errors import StepOutputError
 from brainx.state.trace import StateTraceStack
 from brainx.transform.control.carry_check import (
     cast_like, describe_type, has_weak_leaf, keep_weak_types, promote_weak, same_type,
@@ -154,8 +155,9 @@ def promote_weak_carry(sig: UnionSignature, init: Any, step_types: Callable, arg
 
 def _pair(out: Any, what: str) -> Tuple[Any, Any]:
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(f"{what} must return a pair (new_carry, y), got {type(out).__name__}: "
-                        f"{out!r}.")
+        raise StepOutputError(f"{what} must return a pair (new_carry, y), got "
+                              f"{type(out).__name__}: {out!r}. Return (carry, None) when "
+                              "there is nothing to stack.")
     return out[0], out[1]
 
 
@@ -462,24 +464,38 @@ def _guarded_steps(guarded: Callable, cond: Callable, carry, plan: SegmentPlan):
 
 def _python_while(kind: str, cond_fun: Callable, body_fun: Callable, val,
                   max_steps: Optional[int] = None):
-    """The loop run in Python, for ``jax.disable_jit()``; a write in cond_fun is still refused."""
+    """The loop run in Python, for ``jax.disable_jit()``; a write in cond_fun is still refused.
+
+    Returns ``(val, steps, done)``: ``done`` is false when the predicate is
+    a tracer (a ``jax.vmap`` around the loop, say) that Python cannot branch
+    on; the caller then runs the rest of the loop as a primitive, as
+    ``jax.lax.while_loop`` does under ``disable_jit``.
+    """
     steps = 0
     while max_steps is None or steps < max_steps:
         with StateTraceStack(restore=True) as trace:
             go = cond_fun(val)
         _refuse_cond_writes(kind, trace.get_write_states(), unchanged=False)
+        try:
+            go = bool(go)
+        except jax.errors.ConcretizationTypeError:
+            return val, steps, False
         if not go:
             break
         val = body_fun(val)
         steps += 1
-    return val
+    return val, steps, True
 
 
 def _run_while(kind: str, cond_fun: Callable, body_fun: Callable, init_val,
                max_steps: Optional[int] = None, base: Optional[int] = None):
     _check_callable(kind, cond_fun=cond_fun, body_fun=body_fun)
     if jax.config.jax_disable_jit:
-        return _python_while(kind, cond_fun, body_fun, init_val, max_steps)
+        init_val, steps, done = _python_while(kind, cond_fun, body_fun, init_val, max_steps)
+        if done:
+            return init_val
+        if max_steps is not None:
+            max_steps -= steps
     return run_compiled_once([cond_fun, body_fun], (kind, max_steps, base),
                              lambda funs: _While(kind, funs[0], funs[1], max_steps, base),
                              init_val)

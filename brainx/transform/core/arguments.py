@@ -29,17 +29,21 @@ def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> T
         for i in argnums:
             j = i + n if i < 0 else i
             if j < 0:
-                raise ValueError(f"{what}={argnums}: index {i} is out of range for "
-                                 f"{function_name(fun)}, which takes {n} positional arguments.")
+                raise ValueError(_out_of_range(what, argnums, i, fun, n))
             resolved.append(j)
         argnums = tuple(resolved)
     n = fixed_positional_count(fun)
     if n is not None:
         for i in argnums:
             if i >= n:
-                raise ValueError(f"{what}={argnums}: index {i} is out of range for "
-                                 f"{function_name(fun)}, which takes {n} positional arguments.")
+                raise ValueError(_out_of_range(what, argnums, i, fun, n))
     return tuple(sorted(set(argnums)))
+
+
+def _out_of_range(what: str, argnums: Tuple[int, ...], i: int, fun: Callable, n: int) -> str:
+    return (f"{what} contains index {i} ({what}={argnums}), out of range for "
+            f"{function_name(fun)}, which takes {n} positional arguments. Use indices from "
+            f"{-n} to {n - 1}.")
 
 
 def infer_static(fun: Callable, argnums: Tuple[int, ...], argnames: Tuple[str, ...]):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from typing import Any, Dict, Hashable, Tuple
+from typing import Any, Dict, Hashable, Sequence, Tuple
 
 import jax
 import numpy as np
@@ -115,8 +115,9 @@ class StatefulFunctionAPI:
             sig = None
         if sig is None:
             if not compile_if_miss:
-                raise ValueError(f"{self.name}: no trace for these arguments; call "
-                                 "make_jaxpr(*args, **kwargs) first, or pass compile_if_miss=True.")
+                raise ValueError(f"{self.name}: no trace for these arguments (not compiled "
+                                 "yet); call make_jaxpr(*args, **kwargs) first, or pass "
+                                 "compile_if_miss=True.")
             self.make_jaxpr(*args, **kwargs)
             sig = self._lookup(cache_key)
         return sig
@@ -150,8 +151,9 @@ class StatefulFunctionAPI:
     def _by_cache(self, cache_key: Hashable):
         sig = self._lookup(cache_key)
         if sig is None:
-            raise ValueError(f"{self.name}: no trace under this cache key; call the function "
-                             "or make_jaxpr(*args) first (get_arg_cache_key(*args) gives the key).")
+            raise ValueError(f"{self.name}: no trace under this cache key (not compiled yet); "
+                             "call the function or make_jaxpr(*args) first "
+                             "(get_arg_cache_key(*args) gives the key).")
         return sig
 
     # -- by cache key (brainstate's *_by_cache family) ---------------------------------
@@ -269,14 +271,7 @@ class StatefulFunctionAPI:
         ``return_only_write``, a state the function does not write is ``None``.
         """
         sig = self._cached(args, kwargs, True)
-        state_vals = list(state_vals)
-        if len(state_vals) != len(sig.states):
-            raise ValueError(f"{self.name}: expected values for {len(sig.states)} states "
-                             f"({list(sig.states)!r}), got {len(state_vals)}.")
-        missing = [i for i, v in enumerate(state_vals) if v is None]
-        if missing:
-            raise ValueError(f"{self.name}: state_vals has None at {missing}; every state "
-                             "needs a value.")
+        state_vals = self._check_state_vals(sig, state_vals, "jaxpr_call")
         _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
         if sig.trace.flat_inputs(state_vals, jax.tree.leaves((dyn_args, dyn_kwargs))) is None:
             raise ValueError(
@@ -313,12 +308,51 @@ class StatefulFunctionAPI:
         """
         return self.jaxpr_call_auto(*args, **kwargs)
 
+    def _check_state_vals(self, sig: Any, state_vals: Sequence[Any], method: str) -> list:
+        """``state_vals`` as a list, refused unless it has one value (not None) per state."""
+        state_vals = list(state_vals)
+        if len(state_vals) != len(sig.states):
+            raise ValueError(f"State length mismatch: {self.name}.{method} expected values for "
+                             f"{len(sig.states)} states ({list(sig.states)!r}), got "
+                             f"{len(state_vals)}. Pass one value per state of get_states(), "
+                             "in that order.")
+        missing = [i for i, v in enumerate(state_vals) if v is None]
+        if missing:
+            raise ValueError(f"{self.name}.{method}: state_vals has None at index {missing}; "
+                             "every state needs a value.")
+        return state_vals
+
     def debug_call(self, state_vals, *args, **kwargs):
-        """Like :meth:`jaxpr_call`, but running the Python function eagerly on the values."""
+        """Like :meth:`jaxpr_call`, but running the Python function eagerly on the values.
+
+        The states are given ``state_vals`` and keep the values the function
+        leaves in them (as in brainstate). A ``state_vals`` of the wrong
+        length, or with a ``None``, is a ``ValueError`` before any state
+        changes; if the function raises, every state gets its value back.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp, brainx
+        >>> h = brainx.State(jnp.zeros(2))
+        >>> def step(x):
+        ...     h.value = h.value + x
+        ...     return h.value.sum()
+        >>> sf = brainx.transform.StatefulFunction(step)
+        >>> new, out = sf.debug_call([jnp.ones(2)], 1.0)
+        >>> new[0].tolist(), float(out)
+        ([2.0, 2.0], 4.0)
+        """
         sig = self._cached(args, kwargs, True)
-        for s, v in zip(sig.states, state_vals):
-            s.restore_value(v)
-        out = self.fun(*args, **kwargs)
+        state_vals = self._check_state_vals(sig, state_vals, "debug_call")
+        before = [s.value for s in sig.states]
+        try:
+            for s, v in zip(sig.states, state_vals):
+                s.restore_value(v)
+            out = self.fun(*args, **kwargs)
+        except BaseException:
+            for s, v in zip(sig.states, before):
+                s.restore_value(v)
+            raise
         return tuple(s.value if (w or not self.return_only_write) else None
                      for s, w in zip(sig.states, sig.written)), out
 

@@ -22,7 +22,8 @@ from brainx.transform.remat.checkpoint_strategies import (
 )
 from brainx.transform.control.loop_cache import WeakFunction, run_compiled_once
 from brainx.transform.control.loops import (
-    _check_callable, _non_negative_int, _pair, _python_while, _run_scan, _Scan, _While,
+    _check_callable, _check_carry, _non_negative_int, _pair, _python_while, _run_scan, _Scan,
+    _While,
 )
 from brainx.transform.control.progress_bar import ProgressBar
 from brainx.transform.remat.default_strategy import default_strategy
@@ -55,6 +56,7 @@ class _CheckpointedScan(_Scan):
         def body(consts, carry, x):
             out, states = pure(sig.merge(carry[0], consts), carry[1], x)
             c, y = _pair(out, label)
+            _check_carry(carry[1], c, label)
             return (states, c), y
 
         monitor = None if runner is None else (lambda done, carry, y: runner(done, carry[1], y))
@@ -276,7 +278,12 @@ def checkpointed_while_loop(cond_fun: Callable, body_fun: Callable, init_val, *,
             "advance; a while loop's is known only when it ends. Use Binomial(snapshots=...) "
             "(the default), or a checkpointed_scan when the length is fixed.")
     if jax.config.jax_disable_jit:
-        return _python_while("checkpointed_while_loop", cond_fun, body_fun, init_val, max_steps)
+        init_val, steps, done = _python_while("checkpointed_while_loop", cond_fun, body_fun,
+                                              init_val, max_steps)
+        if done:
+            return init_val
+        if max_steps is not None:
+            max_steps -= steps
 
     return run_compiled_once(
         [cond_fun, body_fun], ("checkpointed_while_loop", max_steps, strategy.snapshots),
