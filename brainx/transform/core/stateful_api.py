@@ -71,8 +71,7 @@ class StatefulFunctionAPI:
         cache_key = self._key_of(key, dyn_args, dyn_kwargs)
         sig = self._lookup(cache_key)
         if sig is not None and not self._fits(sig, args, kwargs):
-            self._forget(cache_key)   # a state's shape or dtype changed: a miss
-            sig = None
+            sig = None  # a state's shape or dtype changed: a miss, re-filed in place below
         if sig is not None:
             self._stats["hits"] += 1
             cache.move_to_end(cache_key)
@@ -111,8 +110,7 @@ class StatefulFunctionAPI:
                     f"{self.name}: the trace for these arguments is stale: the shape or dtype "
                     f"of a state it uses changed since ({self._stale_states(sig)}). Call "
                     "make_jaxpr(*args, **kwargs) again, or pass compile_if_miss=True.")
-            self._forget(cache_key)
-            sig = None
+            sig = None  # make_jaxpr re-files it in place: another thread never sees a hole
         if sig is None:
             if not compile_if_miss:
                 raise ValueError(f"{self.name}: no trace for these arguments (not compiled "
@@ -129,9 +127,7 @@ class StatefulFunctionAPI:
         if type(sig) is _WeakSignature:
             sig = sig.resolve()
             if sig is None:
-                del cache[cache_key]
-                self._trace_args.pop(cache_key, None)
-                self._jaxprs.pop(cache_key, None)
+                self._forget(cache_key)
         return sig
 
     def _fits(self, sig, args: tuple, kwargs: dict) -> bool:
