@@ -32,7 +32,7 @@ from brainx.util.filter import Filter, Predicate
 __all__ = [
     "PathParts", "Predicate", "Filter", "FilterLiteral",
     "Array", "ArrayLike", "Shape", "Size", "Axes", "DType", "DTypeLike", "SupportsDType",
-    "PyTree", "SeedOrKey", "Key", "Missing", "K",
+    "PyTree", "SeedOrKey", "Key", "Missing", "K", "_T", "_Annotation",
 ]
 
 
@@ -45,6 +45,8 @@ class Key(Hashable, Protocol):
 
 
 K = TypeVar("K", bound=Key)
+_T = TypeVar("_T")                    # brainstate exports these two type variables too
+_Annotation = TypeVar("_Annotation")
 
 #: A state's path in a module tree, e.g. ``("layers", 0, "weight")``.
 PathParts = Tuple[Key, ...]
