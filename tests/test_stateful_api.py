@@ -276,3 +276,28 @@ def test_debug_call_gives_the_states_back_when_the_function_raises():
     new, _ = sf2.debug_call([jnp.full(2, 3.0)], 2.0)
     np.testing.assert_array_equal(a.value, [6.0, 6.0])
     np.testing.assert_array_equal(new[0], [6.0, 6.0])
+
+
+def test_a_rebound_module_state_makes_a_new_trace_not_a_write_to_the_old_state():
+    class M(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.s = brainx.State(jnp.zeros(2))
+
+    m = M()
+
+    def g(x):
+        m.s.value = m.s.value + x
+        return x
+
+    sf = transform.StatefulFunction(g)
+    sf(1.0)
+    old = m.s
+    m.s = brainx.State(jnp.zeros(2))            # the function now reaches another state
+    sf(1.0)
+    np.testing.assert_array_equal(m.s.value, jnp.ones(2))
+    np.testing.assert_array_equal(old.value, jnp.ones(2))
+    maker = transform.make_jaxpr(g)
+    assert maker(1.0)[1] == (m.s,)
+    m.s = brainx.State(jnp.zeros(2))
+    assert maker(1.0)[1] == (m.s,)

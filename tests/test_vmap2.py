@@ -171,3 +171,13 @@ def test_a_generator_selected_with_one_key_gets_a_key_per_lane_and_keeps_one():
     assert brainx.random.DEFAULT.value.shape == ()            # still one key
     brainx.random.seed(3)
     assert not np.array_equal(key, brainx.random.get_key_data())   # and it moved on
+
+
+def test_a_generator_with_per_lane_keys_sets_the_lane_count_or_must_agree():
+    r = brainx.random.RandomState(0)
+    r.self_assign_multi_keys(4)
+    lanes = vmap2(lambda: r.normal(), state_in_axes={0: brainx.random.RandomState})()
+    assert lanes.shape == (4,) and len(set(np.asarray(lanes).tolist())) == 4
+    assert r.value.shape == (4,)                 # still one key per lane
+    with pytest.raises(ValueError, match="different sizes"):
+        vmap2(lambda x: x + r.normal(), state_in_axes={0: brainx.random.RandomState})(jnp.ones(3))

@@ -29,7 +29,7 @@ from jax._src import config as _config
 
 from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
-from brainx.transform.core.jaxpr_builder import CONCRETE_ARRAY
+from brainx.transform.core.jaxpr_builder import CONCRETE_TYPES
 from brainx.transform.core.stateful import RetraceNeeded
 
 __all__ = ["MAX_UNROLLED", "make_fast_call"]
@@ -38,7 +38,7 @@ __all__ = ["MAX_UNROLLED", "make_fast_call"]
 MAX_UNROLLED = 512
 
 _GLOBALS = {"_EPOCH": _EPOCH, "_THREAD": _THREAD, "DISABLE_JIT": _config.disable_jit,
-            "CONCRETE_ARRAY": CONCRETE_ARRAY, "RetraceNeeded": RetraceNeeded}
+            "CONCRETE_TYPES": CONCRETE_TYPES, "RetraceNeeded": RetraceNeeded}
 
 _TEMPLATE = '''\
 def fast_call(*args, **kwargs):
@@ -115,7 +115,7 @@ def make_fast_call(jitted: Callable, refs: Sequence[Callable[[], Any]],
     if write_positions and not plain:
         writes = ["    write_back(new)"]
     elif write_positions:
-        writes = ["    if type(new[0]) is not CONCRETE_ARRAY:  # a raw JAX transform traces us",
+        writes = ["    if type(new[0]) not in CONCRETE_TYPES:  # a raw JAX transform traces us",
                   "        write_back(new)", "        return out"]
         if n > MAX_UNROLLED:
             writes += ["    for i, v in zip(write_positions, new):",

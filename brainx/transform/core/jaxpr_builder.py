@@ -32,12 +32,18 @@ from jax._src import linear_util as _lu
 from jax._src import source_info_util as _source_info_util
 from jax._src.array import ArrayImpl as _ArrayImpl
 from jax._src.interpreters import partial_eval as _pe
+try:
+    from jax._src.random.prng import PRNGKeyArray as _PRNGKeyArray
+except ImportError:  # jax before the random package moved
+    from jax._src.prng import PRNGKeyArray as _PRNGKeyArray
 
 __all__ = ["trace_to_jaxpr", "new_input", "new_cache_epoch", "current_trace", "abstractify", "eval_jaxpr",
-           "CONCRETE_ARRAY", "jit_disabled"]
+           "CONCRETE_ARRAY", "CONCRETE_TYPES", "jit_disabled"]
 
 #: The type of a concrete (not traced) JAX array: what a compiled call returns.
 CONCRETE_ARRAY = _ArrayImpl
+#: What a compiled call returns: arrays, and typed PRNG keys (a RandomState's value).
+CONCRETE_TYPES = frozenset({_ArrayImpl, _PRNGKeyArray})
 
 
 def jit_disabled() -> bool:

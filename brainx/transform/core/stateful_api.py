@@ -21,7 +21,7 @@ from typing import Any, Dict, Hashable, Sequence, Tuple
 import jax
 import numpy as np
 
-from brainx.state.state import State
+from brainx.state.state import _EPOCH, State
 from brainx.state.trace import StateTraceStack
 from brainx.transform.core.jaxpr_builder import abstractify
 from brainx.transform.core.state_io import peek_state_values, read_state_values, write_state_values
@@ -45,6 +45,7 @@ class StatefulFunctionAPI:
             self.__dict__["_stats"] = {"hits": 0, "misses": 0}
             self.__dict__["_trace_args"] = {}  # cache key -> the arguments' shapes
             self.__dict__["_jaxprs"] = {}      # cache key -> its jaxpr, made once
+            self.__dict__["_epochs"] = {}      # cache key -> the structure epoch it was traced in
         return cache
 
     def _key_of(self, key, dyn_args: tuple, dyn_kwargs: dict) -> Hashable:
@@ -70,8 +71,8 @@ class StatefulFunctionAPI:
         key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
         cache_key = self._key_of(key, dyn_args, dyn_kwargs)
         sig = self._lookup(cache_key)
-        if sig is not None and not self._fits(sig, args, kwargs):
-            sig = None  # a state's shape or dtype changed: a miss, re-filed in place below
+        if sig is not None and not self._fits(sig, cache_key, args, kwargs):
+            sig = None  # a state was replaced or changed shape: a miss, re-filed in place below
         if sig is not None:
             self._stats["hits"] += 1
             cache.move_to_end(cache_key)
@@ -91,6 +92,7 @@ class StatefulFunctionAPI:
         cache = self._api_cache()
         cache_key = self._key_of(key, dyn_args, dyn_kwargs)
         cache[cache_key] = _WeakSignature(sig) if weak else sig
+        self._epochs[cache_key] = _EPOCH[0]
         cache.move_to_end(cache_key)
         self._trace_args[cache_key] = jax.tree.map(
             lambda x: jax.ShapeDtypeStruct(np.shape(x), jax.dtypes.result_type(x))
@@ -98,13 +100,12 @@ class StatefulFunctionAPI:
         self._jaxprs.pop(cache_key, None)
         while len(cache) > _MAX_CACHED:
             old, _ = cache.popitem(last=False)
-            self._trace_args.pop(old, None)
-            self._jaxprs.pop(old, None)
+            self._forget(old)
 
     def _cached(self, args, kwargs, compile_if_miss: bool):
         cache_key = self.get_arg_cache_key(*args, **kwargs)
         sig = self._lookup(cache_key)
-        if sig is not None and not self._fits(sig, args, kwargs):
+        if sig is not None and not self._fits(sig, cache_key, args, kwargs):
             if not compile_if_miss:
                 raise ValueError(
                     f"{self.name}: the trace for these arguments is stale: the shape or dtype "
@@ -130,8 +131,12 @@ class StatefulFunctionAPI:
                 self._forget(cache_key)
         return sig
 
-    def _fits(self, sig, args: tuple, kwargs: dict) -> bool:
-        """Whether the states' current values (and these arguments) fit ``sig``'s trace."""
+    def _fits(self, sig, cache_key: Hashable, args: tuple, kwargs: dict) -> bool:
+        """Whether ``sig``'s trace still holds: no module's states were rebound since it was
+        made (``structure_changed``: the function may reach other states now), and the
+        states' current values (and these arguments) have the trace's types."""
+        if self._epochs.get(cache_key) != _EPOCH[0]:
+            return False
         _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
         return sig.trace.flat_inputs(peek_state_values(sig.states),
                                      jax.tree.leaves((dyn_args, dyn_kwargs))) is not None
@@ -143,6 +148,7 @@ class StatefulFunctionAPI:
         self._api_cache().pop(cache_key, None)
         self._trace_args.pop(cache_key, None)
         self._jaxprs.pop(cache_key, None)
+        self._epochs.pop(cache_key, None)
 
     def _by_cache(self, cache_key: Hashable):
         sig = self._lookup(cache_key)
@@ -195,6 +201,7 @@ class StatefulFunctionAPI:
         self._api_cache().clear()
         self._trace_args.clear()
         self._jaxprs.clear()
+        self._epochs.clear()
 
     def get_cache_stats(self) -> Dict[str, Any]:
         """``{'compilation_cache': {size, maxsize, hits, misses, hit_rate}}``."""

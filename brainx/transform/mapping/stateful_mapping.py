@@ -181,8 +181,7 @@ class StatefulMapping(VmappedFunction):
                  ) -> Optional[int]:
         for axis, selects in self.state_in_axes:
             if selects((), state):
-                if isinstance(state, RandomState) and not _has_lanes(value_of(state), axis,
-                                                                     size or 1):
+                if isinstance(state, RandomState) and _one_key(value_of(state)):
                     # one key, not one per lane: every lane gets its own key split from
                     # it and the generator moves on, as for an undeclared generator
                     return None
@@ -272,6 +271,13 @@ def _as_tuple(x: Any) -> tuple:
     if isinstance(x, (int, str)):
         return (x,)
     return tuple(x)
+
+
+def _one_key(key: Any) -> bool:
+    """A generator's value is a single key (a typed key of shape (), or raw ``uint32[2]``)."""
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return key.ndim == 0
+    return key.shape == (2,)
 
 
 def _has_lanes(value: Any, axis: int, size: int) -> bool:
