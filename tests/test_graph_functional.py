@@ -74,3 +74,13 @@ def test_a_state_from_outside_or_another_trace_is_still_refused():
 
     with pytest.raises(brainx.TracerLeakError):
         jax.jit(outer)(jnp.ones(2))
+
+
+def test_brainx_transforms_write_a_state_born_in_the_enclosing_raw_trace():
+    def h(x):
+        s = brainx.State(x)
+        brainx.transform.jit(lambda: setattr(s, "value", s.value * 3.0))()
+        brainx.transform.for_loop(lambda i: setattr(s, "value", s.value + i), jnp.arange(3.0))
+        return s.value
+
+    np.testing.assert_allclose(jax.jit(h)(jnp.ones(2)), 3.0 * jnp.ones(2) + 3.0)

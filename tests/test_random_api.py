@@ -301,3 +301,13 @@ def test_a_typed_key_state_shows_its_dtype_and_flows_through_reports():
     assert _nbytes({"k": jr.split(jr.key(0), 3), "x": jnp.zeros(2)}) == 3 * 8 + 2 * 4
     r = Residual((5,), _dtype(rng.value.dtype), "intermediate", "noise")
     assert r.nbytes == 40 and r.type_str == "key<fry>[5]"
+
+
+def test_a_snapshot_of_a_generator_leaves_its_backed_up_key_behind():
+    rng = br.RandomState(4)
+    rng.split_key(backup=True)
+    rebuilt = rng.to_state_ref().to_state()
+    assert "_backup" not in rng.to_state_ref().get_metadata()
+    with pytest.raises(ValueError, match="no key is backed up"):
+        rebuilt.restore_key()
+    rng.restore_key()

@@ -301,3 +301,25 @@ def test_a_rebound_module_state_makes_a_new_trace_not_a_write_to_the_old_state()
     assert maker(1.0)[1] == (m.s,)
     m.s = brainx.State(jnp.zeros(2))
     assert maker(1.0)[1] == (m.s,)
+
+
+def test_debug_call_puts_every_value_back_even_after_a_changed_tree():
+    a, b = brainx.State(jnp.zeros(2)), brainx.State(jnp.zeros(2))
+    broken = [False]
+
+    def g(x):
+        if broken[0]:
+            a.value = {"oops": x}                 # another tree, then an error
+            b.value = b.value + 5
+            raise RuntimeError("boom")
+        a.value = a.value + x
+        b.value = b.value + 5
+        return x
+
+    sf = transform.StatefulFunction(g)
+    sf.make_jaxpr(1.0)
+    broken[0] = True
+    with pytest.raises(RuntimeError, match="boom"):
+        sf.debug_call([jnp.ones(2), jnp.ones(2)], 1.0)
+    np.testing.assert_array_equal(a.value, jnp.zeros(2))
+    np.testing.assert_array_equal(b.value, jnp.zeros(2))

@@ -141,6 +141,7 @@ class RandomState(State, Samplers):
 
     # -- the key --------------------------------------------------------------
     _backup = None   # the key saved by backup_key (see restore_key)
+    _bookkeeping_attrs = ("_backup",)  # not copied into snapshots (TreefyState)
 
     def seed(self, seed_or_key: Any = None) -> None:
         """Set the key from an integer seed or a key (fresh OS entropy if omitted)."""

@@ -20,7 +20,8 @@ from brainx.state.values import describe_value
 
 __all__ = ["TreefyState"]
 
-# Per-instance bookkeeping, not metadata: a rebuilt state gets its own.
+# Per-instance bookkeeping, not metadata: a rebuilt state gets its own. A State subclass
+# names its own in ``_bookkeeping_attrs`` (RandomState: its backed-up key).
 _NOT_METADATA = ("_level", "_source")
 
 
@@ -59,8 +60,9 @@ class TreefyState:
     @classmethod
     def from_state(cls, state: Any) -> "TreefyState":
         """The snapshot of ``state`` (its current value, read as ``state.value``)."""
+        skip = _NOT_METADATA + getattr(type(state), "_bookkeeping_attrs", ())
         metadata = {k: v for k, v in vars(state).items()
-                    if k not in _NOT_METADATA and not k.startswith("__brainx")}
+                    if k not in skip and not k.startswith("__brainx")}
         return cls(type(state), state.value, _name=state.name, **metadata)
 
     @property

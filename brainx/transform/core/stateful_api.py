@@ -353,8 +353,8 @@ class StatefulFunctionAPI:
                 s.restore_value(v)
             out = self.fun(*args, **kwargs)
         except BaseException:
-            for s, v in zip(sig.states, before):
-                s.restore_value(v)
+            # put every value back as it was, whatever the function left (even another tree)
+            write_state_values(sig.states, before)
             raise
         return tuple(s.value if (w or not self.return_only_write) else None
                      for s, w in zip(sig.states, sig.written)), out
