@@ -84,3 +84,9 @@ def test_brainx_transforms_write_a_state_born_in_the_enclosing_raw_trace():
         return s.value
 
     np.testing.assert_allclose(jax.jit(h)(jnp.ones(2)), 3.0 * jnp.ones(2) + 3.0)
+
+
+def test_a_generator_seeded_inside_raw_jit_draws_there_like_one_given_the_key():
+    from brainx.random import RandomState
+    drawn = jax.jit(lambda x: RandomState(5).normal(size=3) + x)(0.0)
+    np.testing.assert_array_equal(drawn, RandomState(5).normal(size=3))

@@ -11,6 +11,7 @@ import numpy as np
 from jax.core import Tracer
 
 from brainx.errors import ExpiredStateError, StateTypeError, TracerLeakError
+from brainx.lanes import current_trace, jax_is_tracing
 from brainx.state.hook_manager import watch_hook_activity
 from brainx.state.hookable import (
     HookableState, fire_init, fire_read, fire_restore, fire_write_after, fire_write_before,
@@ -464,8 +465,10 @@ _BORN_IN = "__brainx_born_in"
 def _note_raw_trace(state: State, value: Any) -> None:
     traces = {id(leaf._trace): leaf._trace for leaf in jax.tree.leaves(value)
               if isinstance(leaf, Tracer)}
-    if len(traces) == 1:
+    if len(traces) == 1:       # the trace its value comes from
         state.__dict__[_BORN_IN] = next(iter(traces.values()))
+    elif not traces and jax_is_tracing():   # a constant value, made inside a raw transform
+        state.__dict__[_BORN_IN] = current_trace()
 
 
 def check_no_tracer(state: State, value: Any) -> None:
