@@ -211,3 +211,14 @@ def test_save_inside_a_transform_is_refused(tmp_path):
     with pytest.raises(RuntimeError, match="state 'w' holds a JAX tracer.*outside jit"):
         bad()
     assert not (tmp_path / "x.msgpack").exists()
+
+
+def test_a_generator_saved_with_a_raw_key_loads_into_a_typed_key_bit_for_bit(tmp_path):
+    # brainx before 2026-11-26 kept raw uint32[2] keys: such a file still loads
+    old = brainx.random.RandomState(7)
+    raw = jax.random.key_data(old.value)
+    brainx.io.save(tmp_path / "old.bx", {"rng": brainx.State(raw)})
+    fresh = brainx.random.RandomState(0)
+    brainx.io.load(tmp_path / "old.bx", {"rng": fresh})
+    np.testing.assert_array_equal(jax.random.key_data(fresh.value), raw)
+    np.testing.assert_array_equal(fresh.normal(size=3), brainx.random.RandomState(7).normal(size=3))

@@ -26,7 +26,9 @@ import msgpack
 from jax.core import Tracer
 
 from brainx import environ as brainx_environ
-from brainx.io.codec import decode_leaf, describe_spec, encode_leaf, spec, spec_of_record
+from brainx.io.codec import (
+    as_key_record, decode_leaf, describe_spec, encode_leaf, spec, spec_of_record,
+)
 from brainx.nn.module import iter_tree
 from brainx.state.state import State
 
@@ -166,14 +168,15 @@ def _check_state(name: str, state: State, saved: Dict[str, Any], path: str) -> l
             f"brainx.io.load: state {name!r} has a different structure in {path!r}: the target's "
             f"value has leaves {keys}, the file's {saved_keys} (missing from the file: {missing}, "
             f"only in the file: {extra}). Build the model the way it was built when saved.")
-    for (key, x), (_, rec) in zip(leaves, saved["leaves"]):
+    records = [(k, as_key_record(rec, x)) for (_, x), (k, rec) in zip(leaves, saved["leaves"])]
+    for (key, x), (_, rec) in zip(leaves, records):
         have, got = spec(x), spec_of_record(rec)
         if have != got:
             raise CheckpointError(
                 f"brainx.io.load: state {name!r}, leaf {key or 'value'}: the file has "
                 f"{describe_spec(got)}, the target holds {describe_spec(have)}. Build the model "
                 "with the sizes, dtypes and units it was saved with.")
-    return treedef, leaves, saved["leaves"]
+    return treedef, leaves, records
 
 
 def load(path: str | os.PathLike, target: Any, *, environ: bool = False,

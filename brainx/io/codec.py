@@ -17,7 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["encode_leaf", "decode_leaf", "spec", "spec_of_record", "describe_spec"]
+__all__ = ["encode_leaf", "decode_leaf", "spec", "spec_of_record", "describe_spec",
+           "as_key_record"]
 
 _SI = ("m", "kg", "s", "A", "K", "mol", "cd")
 _PYTHON = (bool, int, float, str, type(None))
@@ -88,6 +89,21 @@ def decode_leaf(rec: Dict[str, Any], like: Any = None) -> Any:
     if kind == "python":
         return rec["value"]
     raise ValueError(f"unknown record kind {kind!r}: the file was written by a newer brainx?")
+
+
+def as_key_record(rec: Dict[str, Any], like: Any) -> Dict[str, Any]:
+    """``rec`` read as a typed key when ``like`` is one and ``rec`` holds its raw key data.
+
+    brainx kept raw ``uint32[2]`` keys before 2026-11-26; a generator saved
+    then loads into one that holds a typed key, bit for bit.
+    """
+    if not (_is_key(like) and rec.get("kind") in ("jax", "numpy")):
+        return rec
+    raw = jax.random.key_data(like)
+    if rec["dtype"] != np.dtype(raw.dtype).name or tuple(rec["shape"]) != raw.shape:
+        return rec
+    return {"kind": "key", "impl": str(jax.random.key_impl(like)), "dtype": str(like.dtype),
+            "shape": list(like.shape), "data": {k: rec[k] for k in ("dtype", "shape", "data")}}
 
 
 def spec(x: Any) -> Spec:
