@@ -230,3 +230,13 @@ def test_identical_refs_share_a_treedef_so_jit_traces_once():
     f(brainx.ParamState(jnp.ones(3)).to_state_ref())
     f(brainx.ParamState(jnp.zeros(3)).to_state_ref())
     assert len(traces) == 1
+
+
+def test_update_from_ref_refuses_a_snapshot_of_an_unrelated_kind_of_state():
+    w = brainx.ParamState(jnp.ones(2))
+    key_ref = brainx.random.RandomState(0).to_state_ref()
+    with pytest.raises(TypeError, match="unrelated kind of state"):
+        w.update_from_ref(key_ref)
+    np.testing.assert_array_equal(w.value, jnp.ones(2))
+    w.update_from_ref(brainx.State(jnp.zeros(2)).to_state_ref())     # a base class: fine
+    np.testing.assert_array_equal(w.value, jnp.zeros(2))

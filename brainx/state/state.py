@@ -334,6 +334,11 @@ class State(HookableState):
         if not isinstance(state_ref, TreefyState):
             raise TypeError(f"{self!r}.update_from_ref: expected a TreefyState, got "
                             f"{describe_value(state_ref)}.")
+        if not (isinstance(self, state_ref.type) or issubclass(state_ref.type, type(self))):
+            raise TypeError(f"{self!r}.update_from_ref: the snapshot is of a "
+                            f"{state_ref.type.__name__}, an unrelated kind of state; give it a "
+                            f"snapshot of a {type(self).__name__} (or of a class it derives "
+                            "from). Nothing was changed.")
         metadata = state_ref.get_metadata()
         self.value = state_ref.value
         self.name = metadata.pop("_name", self.name)
