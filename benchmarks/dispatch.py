@@ -155,6 +155,38 @@ def bench_vmap(n: int, calls: int):
     return raw, ours
 
 
+def bench_random(n: int, calls: int):
+    """A jitted draw from n generators (typed keys): each call splits every key once."""
+    shape = (4,)
+
+    @jax.jit
+    def raw_step(keys):
+        draws, new_keys = [], []
+        for k in keys:
+            k, sub = jax.random.split(k)
+            draws.append(jax.random.normal(sub, shape))
+            new_keys.append(k)
+        return new_keys, sum(d.sum() for d in draws)
+
+    raw_keys = [jax.random.key(i) for i in range(n)]
+
+    def raw_call():
+        nonlocal raw_keys
+        raw_keys, out = raw_step(raw_keys)
+        return out
+
+    rngs = [brainx.random.RandomState(jax.random.key(i)) for i in range(n)]
+
+    @transform.jit
+    def step():
+        return sum(r.normal(size=shape).sum() for r in rngs)
+
+    raw, ours = interleaved_us(raw_call, step, calls)
+    for r, k in zip(rngs, raw_keys):  # same keys, so the same numbers were drawn
+        assert (jax.random.key_data(r.value) == jax.random.key_data(k)).all()
+    return raw, ours
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=1000)
@@ -170,7 +202,8 @@ def main():
         raw, ours = bench(n, args.calls)
         print(f"{n:>8} | {raw:>16.1f} | {ours:>15.1f} | {ours / raw:>4.2f}x")
     for title, fn in (("jitted grad step (SGD on N ParamStates)", bench_grad),
-                      ("jitted vmap step (16 lanes of N HiddenStates)", bench_vmap)):
+                      ("jitted vmap step (16 lanes of N HiddenStates)", bench_vmap),
+                      ("jitted random draw (N RandomStates, typed keys)", bench_random)):
         print(f"\n{title}")
         print(f"{'N states':>8} | {'raw jax (us)':>16} | {'brainx (us)':>15} | {'ratio':>5}")
         print("-" * 56)
