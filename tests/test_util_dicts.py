@@ -221,3 +221,16 @@ def test_unique_names_and_instance_predicates():
     assert other == ["UtilTest0"]   # counters are per thread
     assert is_instance_eval(int, str)("a") and not not_instance_eval(int, str)(1)
     assert pickle.loads(pickle.dumps(is_instance_eval(int)))(3)
+
+
+def test_flat_mapping_keeps_empty_nodes_and_stops_at_chosen_leaves():
+    from brainx.util import flat_mapping, nest_mapping
+    from brainx.util.mappings import empty_node
+    tree = {"a": {}, "b": {"c": 1, "d": {"e": 2}}}
+    assert {tuple(k): v for k, v in flat_mapping(tree).items()} == {("b", "c"): 1,
+                                                                     ("b", "d", "e"): 2}
+    kept = flat_mapping(tree, keep_empty_nodes=True)
+    assert kept[("a",)] is empty_node
+    assert nest_mapping(kept).to_dict() == tree
+    stopped = flat_mapping(tree, is_leaf=lambda path, m: path == ("b", "d"))
+    assert {tuple(k): v for k, v in stopped.items()} == {("b", "c"): 1, ("b", "d"): {"e": 2}}

@@ -18,7 +18,7 @@ in a ``FlattedDict`` keyed like the states.
 from __future__ import annotations
 
 from collections import abc
-from typing import Any, Dict, Iterable, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
 import jax
 
@@ -26,7 +26,8 @@ from brainx.state.state import State
 from brainx.util.filter import Filter, to_predicate
 from brainx.util.path import DottedPath
 
-__all__ = ["FlattedDict", "NestedDict", "flat_mapping", "nest_mapping", "partition", "select"]
+__all__ = ["FlattedDict", "NestedDict", "flat_mapping", "nest_mapping", "partition", "select",
+           "empty_node"]
 
 
 def _path(key: Any) -> Any:
@@ -303,8 +304,36 @@ def _nested(value: Any) -> Any:
     return value
 
 
-def flat_mapping(xs: abc.Mapping, /, *, sep: str | None = None) -> FlattedDict:
+class _EmptyNode:
+    """Stands for an empty mapping in :func:`flat_mapping` (``keep_empty_nodes=True``)."""
+
+    def __repr__(self) -> str:
+        return "empty_node"
+
+    def __reduce__(self):
+        return "empty_node"
+
+
+#: The leaf ``flat_mapping(..., keep_empty_nodes=True)`` puts where a mapping was empty;
+#: :func:`nest_mapping` turns it back into an empty mapping.
+empty_node = _EmptyNode()
+
+
+def flat_mapping(xs: abc.Mapping, /, *, keep_empty_nodes: bool = False,
+                 is_leaf: Optional[Callable[[tuple, Any], bool]] = None,
+                 sep: str | None = None) -> FlattedDict:
     """Flatten nested mappings to ``{path: leaf}`` (``sep``: string keys joined by it).
+
+    Parameters
+    ----------
+    xs : mapping
+        Nested mappings.
+    keep_empty_nodes : bool
+        Keep an empty mapping as the leaf :data:`empty_node` (else it is left out).
+    is_leaf : callable, optional
+        ``is_leaf(path, mapping) -> bool``: a mapping for which it is true is a leaf.
+    sep : str, optional
+        Join the keys of each path with ``sep`` into one string (a plain dict).
 
     Examples
     --------
@@ -313,13 +342,19 @@ def flat_mapping(xs: abc.Mapping, /, *, sep: str | None = None) -> FlattedDict:
     FlattedDict({'a.b': 1, 'a.c.0': 2})
     >>> flat_mapping({"a": {"b": 1}}, sep="/")
     {'a/b': 1}
+    >>> flat_mapping({"a": {}, "b": {"c": 1}}, keep_empty_nodes=True,
+    ...              is_leaf=lambda path, m: path == ("b",))
+    FlattedDict({'a': empty_node, 'b': {'c': 1}})
     """
     if not isinstance(xs, abc.Mapping):
         raise TypeError(f"flat_mapping: expected a mapping, got {type(xs).__name__}.")
     items = []
 
     def walk(node: Any, prefix: tuple) -> None:
-        if isinstance(node, abc.Mapping) and not isinstance(node, FlattedDict):
+        if (isinstance(node, abc.Mapping) and not isinstance(node, FlattedDict)
+                and not (is_leaf is not None and prefix and is_leaf(prefix, node))):
+            if not node and keep_empty_nodes and prefix:
+                items.append((prefix, empty_node))
             for k, v in node.items():
                 walk(v, prefix + (k,))
         elif isinstance(node, FlattedDict):
@@ -367,7 +402,7 @@ def nest_mapping(xs: abc.Mapping, /, *, sep: str | None = None) -> NestedDict:
         if isinstance(node.get(path[-1]), NestedDict):
             raise ValueError(f"nest_mapping: {DottedPath(path)} would replace a whole subtree "
                              "with a leaf.")
-        dict.__setitem__(node, path[-1], value)
+        dict.__setitem__(node, path[-1], NestedDict() if value is empty_node else value)
     return out
 
 

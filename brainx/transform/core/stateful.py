@@ -220,6 +220,16 @@ class StatefulFunction(StatefulFunctionAPI):
         are not passed through JAX.
     name : str, optional
         The transform's name, used in error messages.
+    return_only_write : bool
+        brainstate's inspection API: :meth:`jaxpr_call` gives ``None`` for the
+        states the function does not write.
+    axis_env : sequence of tuple, optional
+        ``(axis name, size)`` pairs bound while tracing.
+    ir_optimizations : optional
+        Accepted for brainstate's signature and ignored: brainstate rewrites
+        the jaxpr (constant folding, dead code, common subexpressions) before
+        running it; brainx leaves those rewrites to XLA, which makes them when
+        the function is compiled (under ``jit``). The results are the same.
 
     Examples
     --------
@@ -239,7 +249,8 @@ class StatefulFunction(StatefulFunctionAPI):
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(),
                  name: Optional[str] = None, traced_argnums: Optional[Sequence[int]] = None,
-                 return_only_write: bool = True, axis_env: Any = None):
+                 return_only_write: bool = True, axis_env: Any = None,
+                 ir_optimizations: Any = None):
         if not callable(fun):
             raise TypeError(f"Expected a callable, got {fun!r}.")
         self.fun = fun
