@@ -240,3 +240,23 @@ def test_update_from_ref_refuses_a_snapshot_of_an_unrelated_kind_of_state():
     np.testing.assert_array_equal(w.value, jnp.ones(2))
     w.update_from_ref(brainx.State(jnp.zeros(2)).to_state_ref())     # a base class: fine
     np.testing.assert_array_equal(w.value, jnp.zeros(2))
+
+
+def test_brainstates_smaller_state_methods_init_checks_and_source_errors():
+    import jax
+    h = brainx.HiddenState.init(jnp.zeros, 3, batch_size=2, tag="h")
+    assert h.value.shape == (2, 3) and h.tag == {"h"}
+    np.testing.assert_array_equal(brainx.ParamState.init(0.5, (3,)).value, 0.5 * np.ones(3))
+    s = brainx.State(jnp.ones(2))
+    s.check_if_deleted()
+    s.check_valid_trace(lambda: "unused")
+    jax.jit(lambda v: v + 0, donate_argnums=0)(s.value)
+    if s._value.is_deleted():
+        with pytest.raises(RuntimeError, match="deleted"):
+            s.check_if_deleted()
+    with pytest.raises(KeyError, match="boom"):
+        s.raise_error_with_source_info(KeyError("boom"))
+    made = []
+    brainx.transform.jit(lambda x: made.append(brainx.State(x)) or x)(1.0)
+    with pytest.raises(brainx.TraceContextError, match="gone"):
+        made[0].check_valid_trace(lambda: "gone")

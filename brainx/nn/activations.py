@@ -21,7 +21,7 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Sequence, Union
 
 import brainunit as u
 import jax

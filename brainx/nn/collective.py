@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from brainx.nn.module import Module, iter_tree, to_predicate
 from brainx.state.state import State
-from brainx.transform import vmap, vmap_new_states
+from brainx.transform import vmap_new_states
 from brainx.transform.mapping.module_states import MODULE_INIT
 
 __all__ = [

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Optional, Sequence, Tuple
 
-import numpy as np
 
 from brainx.mixin import ParamDesc
 from brainx.nn.init import to_size

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import brainunit as u
-
 from brainx.nn.module import Module
 
 __all__ = ["SynOut", "COBA", "CUBA"]

@@ -8,16 +8,18 @@ from typing import Any, Callable, Iterator, Optional, Tuple
 
 import jax
 import numpy as np
-from jax.core import Tracer
+from jax._src import source_info_util
 
-from brainx.errors import ExpiredStateError, StateTypeError, TracerLeakError
-from brainx.lanes import current_trace, jax_is_tracing
+from brainx.errors import ExpiredStateError, StateTypeError
 from brainx.state.hook_manager import watch_hook_activity
 from brainx.state.hookable import (
     HookableState, fire_init, fire_read, fire_restore, fire_write_after, fire_write_before,
     has_hooks_for,
 )
 from brainx.state.trace import _THREAD, _notify_created, visible_value
+from brainx.state.tracer_guard import (
+    _check_not_state, _note_raw_trace, check_no_tracer, expire_if_traced,
+)
 from brainx.state.treefy import TreefyState
 from brainx.state.values import _ARRAY_TYPES, _Expired, describe_value
 
@@ -346,6 +348,39 @@ class State(HookableState):
             setattr(self, k, v)
 
     @classmethod
+    def init(cls, fn: Any, in_size: Any, batch_size: Optional[int] = None,
+             tag: Optional[str] = None) -> "State":
+        """A state of shape ``(batch_size, *in_size)`` from an initialiser ``fn(shape)`` or a value.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp, brainx
+        >>> brainx.HiddenState.init(jnp.zeros, 3, batch_size=2).value.shape
+        (2, 3)
+        """
+        size = (in_size,) if isinstance(in_size, (int, np.integer)) else tuple(in_size)
+        shape = size if batch_size is None else (int(batch_size),) + size
+        value = fn(shape) if callable(fn) else jax.numpy.broadcast_to(fn, shape)
+        return cls(value, tag=tag)
+
+    def check_valid_trace(self, error_msg: Callable[[], str]) -> None:
+        """Raise ``TraceContextError(error_msg())`` if the transform that made this state ended."""
+        if type(self._value) is _Expired:
+            raise ExpiredStateError(error_msg())
+
+    def check_if_deleted(self) -> None:
+        """Raise if a leaf's device buffer was deleted (donated to a compiled call)."""
+        if any(isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer) and x.is_deleted()
+               for x in jax.tree.leaves(self._value)):
+            raise RuntimeError(f"{self!r}: its value's buffer was deleted (donated to a compiled "
+                               "function?). Give it a new value before reading it.")
+
+    def raise_error_with_source_info(self, error: BaseException) -> None:
+        """Raise ``error`` with the traceback of the line that created this state attached."""
+        with source_info_util.user_context(self._source.traceback):
+            raise error
+
+    @classmethod
     def _from_snapshot(cls, value: Any, name: Optional[str], metadata: dict) -> "State":
         # TreefyState.to_state: a new state of this class without running its __init__.
         state = object.__new__(cls)
@@ -392,8 +427,7 @@ def _copy_fields(source: State, target: State, value: bool = True) -> None:
 
 
 def _source_info() -> Any:
-    from jax._src import source_info_util  # jax's own record: cheap, symbolised lazily
-    return source_info_util.current()
+    return source_info_util.current()  # jax's own record: cheap, symbolised lazily
 
 
 class ShortTermState(State):
@@ -451,57 +485,6 @@ def check_array_value(kind: str, value: Any, what: str = "its value") -> None:
                         f"brainunit Quantity or a number), got {type(value).__name__}. Stack "
                         "several variables into an array, or use HiddenTreeState for a "
                         "dictionary of them.")
-
-
-def _check_not_state(value: Any, target: Optional[State]) -> None:
-    if isinstance(value, State):
-        where = "a new State" if target is None else repr(target)
-        raise StateTypeError(
-            f"Cannot store {value!r} inside {where}: a State cannot hold another State. "
-            "Assign its value instead: `target.value = source.value`.")
-
-
-# A state created inside a raw JAX transform (its first value holds that trace's tracers:
-# `treefy_merge` inside `jax.jit`/`jax.grad`, the functional pattern) belongs to that trace;
-# it may take that trace's tracers, and no other's. Kept out of copies and snapshots.
-_BORN_IN = "__brainx_born_in"
-
-
-def _note_raw_trace(state: State, value: Any) -> None:
-    traces = {id(leaf._trace): leaf._trace for leaf in jax.tree.leaves(value)
-              if isinstance(leaf, Tracer)}
-    if len(traces) == 1:       # the trace its value comes from
-        state.__dict__[_BORN_IN] = next(iter(traces.values()))
-    elif not traces and jax_is_tracing():   # a constant value, made inside a raw transform
-        state.__dict__[_BORN_IN] = current_trace()
-
-
-def check_no_tracer(state: State, value: Any) -> None:
-    """Refuse a value holding a JAX tracer when no brainx transform is tracing.
-
-    The tracers of the raw JAX trace a state was created in are accepted: such a
-    state lives in that trace (it was built there, by ``treefy_merge`` say).
-    """
-    for leaf in jax.tree.leaves(value):
-        if isinstance(leaf, Tracer):
-            if leaf._trace is state.__dict__.get(_BORN_IN, _NOWHERE):
-                continue
-            raise TracerLeakError(
-                f"{state!r} was written with a JAX tracer outside any brainx transform. A raw JAX "
-                "transform (jax.jit, jax.grad, jax.vmap, jax.lax.scan, ...) is tracing a function "
-                "that writes this state; use brainx.transform.jit / grad / vmap / scan (or "
-                "checkpoint) instead, which thread the state through the trace and write it "
-                "back. The state keeps its previous value.")
-        if isinstance(leaf, State):
-            _check_not_state(leaf, state)
-
-
-_NOWHERE = object()
-
-
-def expire_if_traced(state: State, where: Optional[str]) -> None:
-    if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(state._value)):
-        state._value = _Expired(where)
 
 
 class _Checks(threading.local):

@@ -14,7 +14,7 @@ many loop steps stacked it. Nothing is run and no state changes.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, List, Tuple
 
 import jax
 import jax.numpy as jnp

@@ -1,0 +1,80 @@
+"""Which JAX tracers a state may hold, outside the brainx transforms.
+
+Inside a brainx transform a state's traced value lives in the transform's
+scope and is written back as a real value at the end; outside every brainx
+transform a state holds real values. A tracer written there comes from a raw
+JAX transform (``jax.jit``, ``jax.grad``, ...) tracing code that writes a
+state from outside it: the tracer dies with JAX's trace and the state would
+be left holding it, so :func:`check_no_tracer` refuses it
+(:class:`~brainx.TracerLeakError`) and the state keeps its value.
+
+One exception: a state *created* inside a raw JAX transform belongs to that
+trace (the one its first value's tracers come from, else the innermost one
+running). ``treefy_merge`` inside ``jax.jit`` or ``jax.grad`` (the functional
+pattern of brainstate and flax.nnx) builds such states; they may take that
+trace's tracers, and no other's (an inner ``jax.grad``'s would escape it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax
+from jax.core import Tracer
+
+from brainx.errors import StateTypeError, TracerLeakError
+from brainx.lanes import current_trace, jax_is_tracing
+from brainx.state.hookable import HookableState
+from brainx.state.values import _Expired
+
+__all__ = ["check_no_tracer", "expire_if_traced"]
+
+def _check_not_state(value: Any, target: Optional[HookableState]) -> None:
+    if isinstance(value, HookableState):  # a State (State derives from HookableState)
+        where = "a new State" if target is None else repr(target)
+        raise StateTypeError(
+            f"Cannot store {value!r} inside {where}: a State cannot hold another State. "
+            "Assign its value instead: `target.value = source.value`.")
+
+
+# A state created inside a raw JAX transform (its first value holds that trace's tracers:
+# `treefy_merge` inside `jax.jit`/`jax.grad`, the functional pattern) belongs to that trace;
+# it may take that trace's tracers, and no other's. Kept out of copies and snapshots.
+_BORN_IN = "__brainx_born_in"
+
+
+def _note_raw_trace(state: HookableState, value: Any) -> None:
+    traces = {id(leaf._trace): leaf._trace for leaf in jax.tree.leaves(value)
+              if isinstance(leaf, Tracer)}
+    if len(traces) == 1:       # the trace its value comes from
+        state.__dict__[_BORN_IN] = next(iter(traces.values()))
+    elif not traces and jax_is_tracing():   # a constant value, made inside a raw transform
+        state.__dict__[_BORN_IN] = current_trace()
+
+
+def check_no_tracer(state: HookableState, value: Any) -> None:
+    """Refuse a value holding a JAX tracer when no brainx transform is tracing.
+
+    The tracers of the raw JAX trace a state was created in are accepted: such a
+    state lives in that trace (it was built there, by ``treefy_merge`` say).
+    """
+    for leaf in jax.tree.leaves(value):
+        if isinstance(leaf, Tracer):
+            if leaf._trace is state.__dict__.get(_BORN_IN, _NOWHERE):
+                continue
+            raise TracerLeakError(
+                f"{state!r} was written with a JAX tracer outside any brainx transform. A raw JAX "
+                "transform (jax.jit, jax.grad, jax.vmap, jax.lax.scan, ...) is tracing a function "
+                "that writes this state; use brainx.transform.jit / grad / vmap / scan (or "
+                "checkpoint) instead, which thread the state through the trace and write it "
+                "back. The state keeps its previous value.")
+        if isinstance(leaf, HookableState):
+            _check_not_state(leaf, state)
+
+
+_NOWHERE = object()
+
+
+def expire_if_traced(state: HookableState, where: Optional[str]) -> None:
+    if any(isinstance(leaf, Tracer) for leaf in jax.tree.leaves(state._value)):
+        state._value = _Expired(where)
