@@ -323,3 +323,13 @@ def test_debug_call_puts_every_value_back_even_after_a_changed_tree():
         sf.debug_call([jnp.ones(2), jnp.ones(2)], 1.0)
     np.testing.assert_array_equal(a.value, jnp.zeros(2))
     np.testing.assert_array_equal(b.value, jnp.zeros(2))
+
+
+def test_returning_a_module_or_a_string_from_a_transform_is_a_clear_error():
+    m = brainx.nn.Linear(2, 3)
+    with pytest.raises(TypeError, match=r"returns Linear.*only arrays, numbers and pytrees"):
+        transform.jit(lambda: m)()
+    with pytest.raises(TypeError, match=r"returns 'abc' \(a str\)"):
+        transform.jit(lambda: "abc")()
+    out = transform.jit(lambda: (1, 2.0, None))()
+    assert out[2] is None and float(out[1]) == 2.0

@@ -454,6 +454,13 @@ def _refuse_state_outputs(out_leaves: Sequence[Any], where: str) -> None:
             f"{where} returns {', '.join(repr(s) for s in returned)}: a transformed function "
             "cannot return a State (only arrays leave a trace). Return its .value instead; "
             "the state itself stays reachable where it lives. No state was changed.")
+    other = [x for x in out_leaves if not is_array_leaf(x)]
+    if other:
+        raise TypeError(
+            f"{where} returns {repr(other[0])[:80]} (a {type(other[0]).__name__}): only "
+            "arrays, numbers and pytrees of them leave a trace. Return the arrays you need (a "
+            "module's outputs or its states' values); a module or other object stays reachable "
+            "where it lives. No state was changed.")
 
 
 def _refuse_foreign_tracers(state: State, value: Any, trace: Any, where: str) -> None:
