@@ -18,7 +18,7 @@ from brainx.state.hookable import (
 )
 from brainx.state.trace import _THREAD, _notify_created, visible_value
 from brainx.state.tracer_guard import (
-    _check_not_state, _note_raw_trace, check_no_tracer, expire_if_traced,
+    _check_not_state, admit_first_value, check_no_tracer, expire_if_traced,
 )
 from brainx.state.treefy import TreefyState
 from brainx.state.values import _ARRAY_TYPES, _Expired, describe_value
@@ -116,8 +116,7 @@ class State(HookableState):
         self._level = _THREAD.depth
         self._source = _source_info()
         if self._level == 0:  # outside every transform
-            _note_raw_trace(self, value)
-            check_no_tracer(self, value)
+            admit_first_value(self, value)
         if _HOOKED:
             fire_init(self, value, {"name": name, "_name": name, "tag": self.tag, **metadata})
         _notify_created(self)

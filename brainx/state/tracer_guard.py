@@ -43,13 +43,19 @@ def _check_not_state(value: Any, target: Optional[HookableState]) -> None:
 _BORN_IN = "__brainx_born_in"
 
 
-def _note_raw_trace(state: HookableState, value: Any) -> None:
-    traces = {id(leaf._trace): leaf._trace for leaf in jax.tree.leaves(value)
-              if isinstance(leaf, Tracer)}
+def admit_first_value(state: HookableState, value: Any) -> None:
+    """:func:`check_no_tracer` for a state's first value, outside every brainx transform.
+
+    Made inside a raw JAX transform, the state belongs to that trace: the one
+    its value's tracers come from, else the innermost one running.
+    """
+    leaves = jax.tree.leaves(value)
+    traces = {id(leaf._trace): leaf._trace for leaf in leaves if isinstance(leaf, Tracer)}
     if len(traces) == 1:       # the trace its value comes from
         state.__dict__[_BORN_IN] = next(iter(traces.values()))
     elif not traces and jax_is_tracing():   # a constant value, made inside a raw transform
         state.__dict__[_BORN_IN] = current_trace()
+    _check_leaves(state, leaves)
 
 
 def check_no_tracer(state: HookableState, value: Any) -> None:
@@ -58,7 +64,11 @@ def check_no_tracer(state: HookableState, value: Any) -> None:
     The tracers of the raw JAX trace a state was created in are accepted: such a
     state lives in that trace (it was built there, by ``treefy_merge`` say).
     """
-    for leaf in jax.tree.leaves(value):
+    _check_leaves(state, jax.tree.leaves(value))
+
+
+def _check_leaves(state: HookableState, leaves: list) -> None:
+    for leaf in leaves:
         if isinstance(leaf, Tracer):
             if leaf._trace is state.__dict__.get(_BORN_IN, _NOWHERE):
                 continue

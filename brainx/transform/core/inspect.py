@@ -73,15 +73,6 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     return make_jaxpr_f
 
 
-def _eval_shape_sf(sf: StatefulFunction, args: tuple, kwargs: dict):
-    def run(sig, key, dyn_args, dyn_kwargs):
-        values = peek_state_values(sig.states)
-        out, _ = jax.eval_shape(sf.pure(sig, key), values, *dyn_args, **dyn_kwargs)
-        return out
-
-    return sf.call(run, args, kwargs)
-
-
 def eval_shape(f: Callable, *args, return_state_shapes: bool = False, **kwargs) -> Any:
     """The shapes and dtypes of a stateful function's output, without running it.
 

@@ -38,11 +38,9 @@ except ImportError:  # jax before the random package moved
     from jax._src.prng import PRNGKeyArray as _PRNGKeyArray
 
 __all__ = ["trace_to_jaxpr", "new_input", "new_cache_epoch", "current_trace", "abstractify", "eval_jaxpr",
-           "CONCRETE_ARRAY", "CONCRETE_TYPES", "jit_disabled"]
+           "CONCRETE_TYPES", "jit_disabled"]
 
-#: The type of a concrete (not traced) JAX array: what a compiled call returns.
-CONCRETE_ARRAY = _ArrayImpl
-#: What a compiled call returns: arrays, and typed PRNG keys (a RandomState's value).
+#: What a compiled call returns (concrete, not traced): arrays, and typed PRNG keys.
 CONCRETE_TYPES = frozenset({_ArrayImpl, _PRNGKeyArray})
 
 

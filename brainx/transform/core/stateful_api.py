@@ -281,6 +281,10 @@ class StatefulFunctionAPI:
                 f"{self.name}.jaxpr_call: the state values do not have the shapes and dtypes "
                 f"the trace was made with (states {list(sig.states)!r}). Give values shaped "
                 "like get_states()' current values, or call make_jaxpr again.")
+        return self._evaluate(sig, state_vals, dyn_args, dyn_kwargs)
+
+    def _evaluate(self, sig, state_vals: list, dyn_args: tuple, dyn_kwargs: dict):
+        """``(new_state_vals, out)`` of ``sig``'s jaxpr on values that fit it."""
         out, states = self._layout(sig)(dyn_args, dyn_kwargs, state_vals)
         return tuple(states), out
 
@@ -290,8 +294,10 @@ class StatefulFunctionAPI:
         A state whose shape or dtype changed since the trace makes a new trace
         (a cache miss), as a new argument type does.
         """
-        sig = self._cached(args, kwargs, True)
-        new_values, out = self.jaxpr_call(read_state_values(sig.states), *args, **kwargs)
+        sig = self._cached(args, kwargs, True)  # re-traced if the states no longer fit
+        _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        new_values, out = self._evaluate(sig, read_state_values(sig.states), dyn_args,
+                                         dyn_kwargs)
         write_state_values(sig.write_states, [v for v, w in zip(new_values, sig.written) if w])
         return out
 
