@@ -1,11 +1,15 @@
 """One leaf of a state's value to a msgpack-ready record and back, exactly.
 
 A record is a plain dict of msgpack types. Arrays keep their dtype, shape and
-bytes; a brainunit Quantity keeps its mantissa and its unit (the SI exponents,
-scale, base, factor and names, so ``mV / ms`` comes back as ``mV / ms``); a
-typed PRNG key keeps its key data and implementation; Python numbers stay
-Python numbers. :func:`spec` describes a record or a live value the same way,
-so a file can be checked against a model before anything is decoded.
+bytes; a weakly typed JAX array (``jnp.asarray(1.0)``, the value of
+``State(0.5)`` after a jitted step) is marked ``"weak": True`` and loads weakly
+typed again (a record without the mark, as in every file written before it,
+loads strongly typed, as it always did); a brainunit Quantity keeps its
+mantissa and its unit (the SI exponents, scale, base, factor and names, so
+``mV / ms`` comes back as ``mV / ms``); a typed PRNG key keeps its key data
+and implementation; Python numbers stay Python numbers. :func:`spec` describes
+a record or a live value the same way, so a file can be checked against a model
+before anything is decoded.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import brainunit as u
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from brainx.transform.control.carry_check import cast_leaf
 
 __all__ = ["encode_leaf", "decode_leaf", "spec", "spec_of_record", "describe_spec",
            "as_key_record"]
@@ -63,7 +69,10 @@ def encode_leaf(x: Any) -> Dict[str, Any]:
         return {"kind": "key", "impl": str(jax.random.key_impl(x)), "dtype": str(x.dtype),
                 "shape": list(x.shape), "data": _encode_array(jax.random.key_data(x))}
     if isinstance(x, jax.Array):
-        return {"kind": "jax", **_encode_array(x)}
+        rec = {"kind": "jax", **_encode_array(x)}
+        if jax.typeof(x).weak_type:  # only when set: files without the flag load strongly typed
+            rec["weak"] = True
+        return rec
     if isinstance(x, (np.ndarray, np.generic)):
         return {"kind": "numpy", "scalar": isinstance(x, np.generic), **_encode_array(x)}
     if isinstance(x, _PYTHON):
@@ -82,7 +91,8 @@ def decode_leaf(rec: Dict[str, Any], like: Any = None) -> Any:
         return jax.random.wrap_key_data(jnp.asarray(_decode_array(rec["data"])), impl=rec["impl"])
     if kind == "jax":
         where = like.sharding if isinstance(like, jax.Array) and not _is_key(like) else None
-        return jax.device_put(_decode_array(rec), where)
+        x = jax.device_put(_decode_array(rec), where)
+        return cast_leaf(x, x.dtype, True) if rec.get("weak") else x
     if kind == "numpy":
         a = _decode_array(rec)
         return a[()] if rec["scalar"] else a

@@ -65,6 +65,10 @@ class Initializer:
     the key, the dtype and the unit are handled here.
     """
 
+    #: Instances are compared by type and attributes when jitted methods of the modules
+    #: holding them are shared between instances (see ``brainx.transform.graphdef``).
+    _share_by_attributes = True
+
     unit = None
     dtype = None
 

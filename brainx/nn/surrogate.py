@@ -103,6 +103,10 @@ class Surrogate:
     (1.0, Triangle(alpha=1.0))
     """
 
+    #: Instances are compared by type and attributes when jitted methods of the modules
+    #: holding them are shared between instances (see ``brainx.transform.graphdef``).
+    _share_by_attributes = True
+
     _params: Dict[str, Any] = {}
 
     def __init_subclass__(cls, **kwargs):

@@ -40,12 +40,13 @@ from brainx.state.hooks import (
     RestoreHookContext, WriteHookContext, check_hook_type,
 )
 
-__all__ = ["HookConfig", "HookManager", "watch_hook_activity", "hooks_active"]
+__all__ = ["HookConfig", "HookManager", "watch_hook_activity", "watch_hook_changes", "hooks_active"]
 
 # -- how many managers hold a hook: the states' fast path reads a flag made from it --
 _ACTIVE = [0]
 _ACTIVE_LOCK = threading.RLock()  # re-entrant: a manager's __del__ may run inside it (gc)
 _WATCHERS: List[Callable[[bool], None]] = []
+_CHANGE_WATCHERS: List[Callable[[], None]] = []
 
 
 def watch_hook_activity(callback: Callable[[bool], None]) -> None:
@@ -53,6 +54,21 @@ def watch_hook_activity(callback: Callable[[bool], None]) -> None:
     with _ACTIVE_LOCK:
         _WATCHERS.append(callback)
         callback(_ACTIVE[0] > 0)
+
+
+def watch_hook_changes(callback: Callable[[], None]) -> None:
+    """Call ``callback()`` whenever a hook is registered, removed, enabled or disabled.
+
+    Hooks run while a transform traces, so what they do is part of a compiled
+    function: ``brainx.state`` makes every compiled function trace again on
+    its next call.
+    """
+    _CHANGE_WATCHERS.append(callback)
+
+
+def _hooks_edited() -> None:
+    for callback in _CHANGE_WATCHERS:
+        callback()
 
 
 def hooks_active() -> bool:
@@ -196,6 +212,7 @@ class HookManager:
     def _changed(self) -> None:
         """After a registration or removal (lock held): drop the cache, update the count."""
         self._cache = None
+        _hooks_edited()
         holds = any(self._hooks.values())
         if holds != self._counted:
             self._counted = holds
@@ -203,6 +220,7 @@ class HookManager:
 
     def _invalidate_cache(self) -> None:
         self._cache = None
+        _hooks_edited()
 
     def _sorted(self, hook_type: str) -> Tuple[Hook, ...]:
         cache = self._cache

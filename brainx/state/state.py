@@ -11,7 +11,7 @@ import numpy as np
 from jax._src import source_info_util
 
 from brainx.errors import ExpiredStateError, StateTypeError
-from brainx.state.hook_manager import watch_hook_activity
+from brainx.state.hook_manager import watch_hook_activity, watch_hook_changes
 from brainx.state.hookable import (
     HookableState, fire_init, fire_read, fire_restore, fire_write_after, fire_write_before,
     has_hooks_for,
@@ -21,7 +21,9 @@ from brainx.state.tracer_guard import (
     _check_not_state, admit_first_value, check_no_tracer, expire_if_traced,
 )
 from brainx.state.treefy import TreefyState
-from brainx.state.values import _ARRAY_TYPES, _Expired, describe_value
+from brainx.state.values import (
+    NO_UNIT_TYPES, _ARRAY_TYPES, _Expired, check_unit_kept, describe_value,
+)
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
@@ -64,6 +66,11 @@ def structure_changed() -> None:
     that a compiled function reads (or call the function's ``clear_cache()``).
     """
     _EPOCH[0] += 1
+
+
+# A hook registered, removed, enabled or disabled changes what a trace of a function
+# touching its state computes: every compiled function traces again on its next call.
+watch_hook_changes(structure_changed)
 
 
 class State(HookableState):
@@ -144,6 +151,8 @@ class State(HookableState):
         if _CHECKS.tree:
             _check_same_tree(self, value)
         frames = _THREAD.frames
+        if frames or type(self._value) not in NO_UNIT_TYPES:
+            check_unit_kept(self, value)  # a Quantity's unit is kept
         if frames:
             frames[-1].write_value(self, value)
             return
@@ -166,6 +175,7 @@ class State(HookableState):
         """Write ``value`` (checked not to be a State) as the setter does with no hook."""
         if _CHECKS.tree:
             _check_same_tree(self, value)
+        check_unit_kept(self, value)
         frames = _THREAD.frames
         if frames:
             frames[-1].write_value(self, value)

@@ -332,18 +332,36 @@ class TransformScope(StateTraceStack):
         (the transform makes it an input of its jaxpr).
     check_write : callable, optional
         ``check_write(state, value)``: called on every write; raises to refuse it.
+    check_read : callable, optional
+        ``check_read()``: called on every read made in this scope (not on the
+        lifts of a transform scope nested in it). The transform uses it to
+        notice a read made while another JAX trace than its own is running: a
+        raw ``jax.jit``/``lax.scan`` helper capturing the state's value.
     """
 
     is_transform = True
 
     def __init__(self, name: str, lift: Callable[[Any, Any], Any],
-                 check_write: Optional[Callable[[Any, Any], None]] = None):
+                 check_write: Optional[Callable[[Any, Any], None]] = None,
+                 check_read: Optional[Callable[[], None]] = None):
         super().__init__(name)
         self._lift = lift
         self._check_write = check_write  # check_write(state, value), after-write hook included
+        self._check_read = check_read
         self.overlay: Dict[Any, Any] = {}
 
     def read_value(self, state) -> Any:
+        if self._check_read is not None:
+            self._check_read()
+        return self._read_here(state)
+
+    def outer_value(self, state) -> Any:
+        parent = self._parent
+        if parent is not None and parent.is_transform:  # this trace lifts it: not a capture there
+            return parent._read_here(state)
+        return super().outer_value(state)
+
+    def _read_here(self, state) -> Any:
         if state in self._created:
             return state._checked_value()
         self._touched[state] = None

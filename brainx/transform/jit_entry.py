@@ -13,6 +13,7 @@ own and no compilation.
 
 from __future__ import annotations
 
+import types
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
@@ -21,7 +22,8 @@ import jax
 
 from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
-from brainx.transform.graphdef import graph_definition
+from brainx.random.state import DEFAULT_SOURCE
+from brainx.transform.graphdef import GraphDefinition, graph_definition
 from brainx.transform.core.jaxpr_builder import abstractify
 from brainx.transform.jit_sharding import compile_pure
 from brainx.transform.core.stateful import (
@@ -125,7 +127,7 @@ class JitEntry:
         def pure(values, *dyn_args, **dyn_kwargs):
             leaves = jax.tree.leaves((dyn_args, dyn_kwargs))
             for trace, local, own in reversed(plans):  # the newest trace first
-                result = trace.run([values[i] for i in local], leaves)
+                result = trace.run([values[i] for i in local], leaves, exact=True)
                 if result is None:
                     continue
                 out, new_values = result
@@ -164,13 +166,21 @@ class _Template:
         self.locators = locators  # ("path", path) in the instance, or ("ref", weakref) outside it
         self.jitted = jitted
 
-    def signature_for(self, states_by_path: Dict[Tuple, Any]) -> Optional[StateSignature]:
+    def signature_for(self, graph: GraphDefinition) -> Optional[StateSignature]:
+        """This trace's signature on ``graph``'s states (``None``: they cannot take it)."""
         states = []
         for kind, where in self.locators:
-            state = states_by_path.get(where) if kind == "path" else where()
+            if kind == "path":
+                if where in graph.referenced_outside:  # maybe reached from outside: not its own
+                    return None
+                state = graph.states.get(where)
+            else:
+                state = where()
             if state is None:
                 return None
             states.append(state)
+        if len(set(map(id, states))) != len(states):  # its own state is another's global
+            return None
         return StateSignature(states=tuple(states), written=self.written, read=self.read,
                               trace=self.sig_trace)
 
@@ -205,7 +215,7 @@ class InstanceSharing:
         template = self._templates.get(tkey) if tkey is not None else None
         if template is None:
             return None
-        sig = template.signature_for(graph.states)
+        sig = template.signature_for(graph)
         if sig is None:
             return None
         return JitEntry(owner, [sig], jitted=template.jitted)
@@ -220,12 +230,42 @@ class InstanceSharing:
         if tkey is None:
             return None
         paths = {id(s): p for p, s in graph.states.items()}
+        if any(paths[id(s)] in graph.referenced_outside for s in sig.states if id(s) in paths):
+            return None  # reached through the instance, or from outside? traced per instance
+        outside = [s for s in sig.states if id(s) not in paths]
+        if outside and not _all_global(outside, owner.fun):
+            return None  # found elsewhere (a registry, another object): maybe per instance
         locators = [("path", paths[id(s)]) if id(s) in paths else ("ref", weakref.ref(s))
                     for s in sig.states]
         # Owner None: the function serves every instance; whoever calls it handles its retrace.
-        jitted = compile_pure(owner.stateful.pure_of(sig.trace, owner=None), owner,
+        jitted = compile_pure(owner.stateful.pure_of(sig.trace, owner=None, exact=True), owner,
                               sig.states, sig.write_states)
         self._templates[tkey] = _Template(sig, locators, jitted)
         while len(self._templates) > self.max_templates:
             self._templates.popitem(last=False)
         return JitEntry(owner, [sig], jitted=jitted)
+
+
+def _all_global(states: Sequence[Any], method: Any) -> bool:
+    """Whether every state is the same for every instance: the default generator, or a global.
+
+    A global is a State that the method's code names as a module-level
+    variable; a state reached any other way from outside the instance (a
+    registry keyed by the instance, an attribute of another object) may be
+    another one for the next instance.
+    """
+    func = getattr(method, "__func__", method)
+    code = getattr(func, "__code__", None)
+    named = set()
+    if code is not None:
+        namespace = getattr(func, "__globals__", {})
+        named = {id(namespace[n]) for n in _global_names(code) if n in namespace}
+    return all(s is DEFAULT_SOURCE[0] or id(s) in named for s in states)
+
+
+def _global_names(code: types.CodeType) -> set:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names

@@ -12,6 +12,14 @@ built (not per call):
   call to the next with no resharding. The input side uses the values as they
   are placed (a value already on its sharding costs nothing); with the user's
   ``in_shardings``, the states' shardings are passed as in-shardings too.
+* **Kept placements.** A written state with no ``sharding`` attribute whose
+  value is spread over several devices keeps that value's sharding: its new
+  value is constrained to it (a value computed from nothing the state had,
+  ``jnp.zeros_like(s.value)``, would otherwise land on one device). The
+  sharding is read from the value at each call (:class:`_KeepPlacement`, only
+  when the process has more than one device), so a value the user placed
+  elsewhere between calls keeps its new place; a ``sharding`` attribute
+  (:func:`brainx.distributed.shard_states`) decides instead.
 * **Argument shardings.** ``in_shardings`` / ``out_shardings`` given to
   ``jit`` apply to the function's own arguments and output, as in ``jax.jit``
   (with ``in_shardings``, keyword arguments are refused by JAX). One
@@ -35,6 +43,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
+from jax.core import Tracer
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 __all__ = ["compile_pure", "state_sharding", "check_spec_fits", "DonatingCall"]
@@ -109,10 +118,24 @@ def compile_pure(pure: Callable, owner: Any, states: Sequence[Any],
 def _compile(pure: Callable, owner: Any, states: Sequence[Any], write_states: Sequence[Any],
              kwargs: dict, in_user: Any) -> Callable:
     """:func:`compile_pure` with ``in_user``: one sharding per positional argument, or unset."""
+    state_out = [state_sharding(s) for s in write_states]
+    kept = [k for k, sh in enumerate(state_out) if sh is None]
+    if kept and jax.device_count() > 1:  # a written value may be spread over several devices
+        where = {id(s): i for i, s in enumerate(states)}
+        return _KeepPlacement(
+            lambda placements: _compile_placed(_placed(pure, kept, placements), owner, states,
+                                               write_states, kwargs, in_user, state_out),
+            [where[id(write_states[k])] for k in kept])
+    return _compile_placed(pure, owner, states, write_states, kwargs, in_user, state_out)
+
+
+def _compile_placed(pure: Callable, owner: Any, states: Sequence[Any],
+                    write_states: Sequence[Any], kwargs: dict, in_user: Any,
+                    state_out: List[Optional[jax.sharding.Sharding]]) -> Callable:
+    """:func:`_compile` once the new values' placements are settled."""
     kwargs = dict(kwargs)
     out_user = kwargs.pop("out_shardings", _UNSET)
     state_in = [state_sharding(s) for s in states]
-    state_out = [state_sharding(s) for s in write_states]
     donates = getattr(owner, "_donate_states", None)
     written = {id(s) for s in write_states}
     donated = [] if donates is None else [i for i, s in enumerate(states)
@@ -168,6 +191,90 @@ class _PerArity:
 
     def trace(self, values, *args, **kwargs):
         return self._for(args).trace(values, *args, **kwargs)
+
+
+def _placement(value: Any) -> Optional[tuple]:
+    """``((sharding, shape), ...)`` per leaf of a value spread over several devices, else ``None``.
+
+    A leaf on one device (or not a concrete array) gets ``None``; so does a
+    value with no leaf spread over several devices.
+    """
+    if isinstance(value, jax.Array):
+        if isinstance(value, Tracer):
+            return None
+        sharding = value.sharding
+        return ((sharding, value.shape),) if len(sharding.device_set) > 1 else None
+    placed = []
+    for leaf in jax.tree.leaves(value):
+        sharding = getattr(leaf, "sharding", None) if isinstance(leaf, jax.Array) and \
+            not isinstance(leaf, Tracer) else None
+        placed.append((sharding, leaf.shape) if sharding is not None
+                      and len(sharding.device_set) > 1 else None)
+    return tuple(placed) if any(p is not None for p in placed) else None
+
+
+class _KeepPlacement:
+    """Entry functions made per placement of the written states' values (see the module docstring).
+
+    Called like the plain entry function, ``(state_values, *args, **kwargs)``:
+    it reads the placement of the values at ``positions`` (the written states
+    with no ``sharding`` attribute) and calls the function made for it.
+    """
+
+    #: placements kept (the made functions hold their ``jax.jit`` caches)
+    max_made = 32
+
+    def __init__(self, make: Callable[[tuple], Callable], positions: List[int]):
+        self._make = make
+        self._positions = positions
+        self._made: dict = {}
+
+    def _for(self, values: Sequence[Any]) -> Callable:
+        key = tuple(_placement(values[i]) for i in self._positions)
+        made = self._made.get(key)
+        if made is None:
+            if len(self._made) >= self.max_made:
+                self._made.pop(next(iter(self._made)))
+            made = self._made[key] = self._make(key)
+        return made
+
+    def __call__(self, values, *args, **kwargs):
+        return self._for(values)(values, *args, **kwargs)
+
+    def lower(self, values, *args, **kwargs):
+        return self._for(values).lower(values, *args, **kwargs)
+
+    def trace(self, values, *args, **kwargs):
+        return self._for(values).trace(values, *args, **kwargs)
+
+
+def _placed(pure: Callable, kept: List[int], placements: tuple) -> Callable:
+    """``pure`` whose new value of written state ``kept[j]`` keeps the placement ``placements[j]``.
+
+    Each leaf spread over several devices before the call is constrained to
+    its sharding, where the new leaf has the same shape (a value of another
+    shape or tree is left to XLA).
+    """
+    if all(p is None for p in placements):
+        return pure
+
+    def placed(values, *args, **kwargs):
+        out, written = pure(values, *args, **kwargs)
+        written = list(written)
+        for k, where in zip(kept, placements):
+            if where is None:
+                continue
+            leaves, tree = jax.tree.flatten(written[k])
+            if len(leaves) != len(where):
+                continue
+            leaves = [x if w is None or np.shape(x) != w[1]
+                      else jax.lax.with_sharding_constraint(x, w[0])
+                      for x, w in zip(leaves, where)]
+            written[k] = jax.tree.unflatten(tree, leaves)
+        return out, written
+
+    placed.__name__ = getattr(pure, "__name__", "pure")
+    return placed
 
 
 def _constrained(pure: Callable, shardings: List[Optional[jax.sharding.Sharding]]) -> Callable:

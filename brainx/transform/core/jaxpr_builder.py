@@ -13,15 +13,30 @@ This is the only module that reaches into JAX internals
 input to a trace in progress. The rest of brainx calls :func:`trace_to_jaxpr`
 and :func:`new_input`.
 
-Each trace also sets a configuration value that is part of JAX's trace-cache
-key to a fresh number, so raw ``jax.jit`` / ``lax.scan`` / ``jax.checkpoint``
-helpers called inside it are traced again there instead of reusing a trace
-from an earlier call in which a state was another tracer or a constant.
+JAX's caches and raw helpers. A raw ``jax.jit`` / ``lax.scan`` /
+``jax.checkpoint`` helper that reads a state captures the value it sees (a
+constant outside brainx, a tracer of the brainx trace inside one) in the trace
+JAX caches for the helper. Reused where the state's value is another (another
+brainx trace, after the state was written) that cached trace would compute
+with a stale value. So brainx keeps a configuration value that is part of
+JAX's trace-cache key (``brainx_trace_id``):
+
+* inside brainx traces it is a number of the thread's own, never the value
+  outside them, so a helper traced eagerly with a state as a constant is never
+  reused inside a trace;
+* it moves to a fresh number at the next *cache boundary* (a brainx trace
+  starting or ending, a state written inside one) after a raw trace inside a
+  brainx trace read a state (:func:`note_raw_capture`).
+
+A program whose raw helpers read no state never changes the number, so JAX's
+caches (``jax.numpy``'s internally jitted functions among them) stay warm
+across brainx traces, and outside them the key is JAX's own.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import Any, Callable, List, Sequence, Tuple
 
 import jax
@@ -37,7 +52,8 @@ try:
 except ImportError:  # jax before the random package moved
     from jax._src.prng import PRNGKeyArray as _PRNGKeyArray
 
-__all__ = ["trace_to_jaxpr", "new_input", "new_cache_epoch", "current_trace", "abstractify", "eval_jaxpr",
+__all__ = ["trace_to_jaxpr", "new_input", "note_raw_capture", "cache_boundary", "current_trace",
+           "abstractify", "eval_jaxpr",
            "CONCRETE_TYPES", "jit_disabled"]
 
 #: What a compiled call returns (concrete, not traced): arrays, and typed PRNG keys.
@@ -63,6 +79,36 @@ _TRACE_ID = _trace_id_state()
 _IDS = itertools.count(1)
 
 
+class _CacheKey(threading.local):
+    """This thread's ``brainx_trace_id`` inside brainx traces, and whether it is spent."""
+
+    def __init__(self):
+        self.id = next(_IDS)  # never the value outside brainx traces, never another thread's
+        self.captured = False  # a raw trace read a state under this id
+        self.depth = 0  # brainx traces running in this thread
+
+
+_KEY = _CacheKey()
+
+
+def note_raw_capture() -> None:
+    """A raw JAX trace read a state's value: the current cache key must not be used again."""
+    _KEY.captured = True
+
+
+def cache_boundary() -> None:
+    """A point after which a captured state value may differ: a fresh key if one was captured.
+
+    Called when a brainx trace starts and ends and when a state is written
+    inside one.
+    """
+    if _KEY.captured:
+        _KEY.id = next(_IDS)
+        _KEY.captured = False
+        if _KEY.depth:
+            _TRACE_ID.set_local(_KEY.id)
+
+
 def current_trace() -> Any:
     """The innermost active JAX trace of this thread."""
     return _core.trace_ctx.trace
@@ -78,15 +124,6 @@ def new_input(trace: Any, aval: Any) -> Any:
     return trace.new_arg(aval, source_info=_source_info_util.current())
 
 
-def new_cache_epoch() -> None:
-    """Give the running brainx trace a fresh trace-cache key (a state was written).
-
-    A raw helper that reads a state and is called again after the state was
-    written in the same trace must be traced again, not reused.
-    """
-    _TRACE_ID.set_local(next(_IDS))
-
-
 def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[Any],
                    name: str) -> Tuple[Any, List[Any]]:
     """``(jaxpr, consts)`` of ``fun(*tracers) -> flat outputs``.
@@ -97,8 +134,20 @@ def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[Any],
     """
     debug = _api_util.debug_info(name, fun, tuple(in_avals), {})
     wrapped = _lu.wrap_init(lambda *a: list(fun(*a)), debug_info=debug)
-    with _TRACE_ID(next(_IDS)):
+    cache_boundary()
+    if _KEY.depth:
+        return _trace_nested(wrapped, in_avals)
+    with _TRACE_ID(_KEY.id):  # outside, the key is put back as it was
+        return _trace_nested(wrapped, in_avals)
+
+
+def _trace_nested(wrapped: Any, in_avals: Sequence[Any]) -> Tuple[Any, List[Any]]:
+    _KEY.depth += 1
+    try:
         jaxpr, _, consts = _pe.trace_to_jaxpr_dynamic(wrapped, list(in_avals))
+    finally:
+        _KEY.depth -= 1
+        cache_boundary()
     return jaxpr, consts
 
 

@@ -49,7 +49,8 @@ from brainx.transform.core.state_values import (
     is_array_leaf,
 )
 from brainx.transform.core.jaxpr_builder import (
-    abstractify, current_trace, eval_jaxpr, new_cache_epoch, new_input, trace_to_jaxpr,
+    abstractify, cache_boundary, current_trace, eval_jaxpr, new_input, note_raw_capture,
+    trace_to_jaxpr,
 )
 
 __all__ = [
@@ -96,8 +97,16 @@ class JaxprTrace:
     # structure and those leaves, which the trace baked in (None: all leaves are arrays).
     input_statics: Tuple[Any, ...] = ()
 
-    def flat_inputs(self, state_values: Sequence[Any], arg_leaves: Sequence[Any]):
-        """The jaxpr's input list for these values, or ``None`` if their types do not fit."""
+    def flat_inputs(self, state_values: Sequence[Any], arg_leaves: Sequence[Any],
+                    exact: bool = False):
+        """The jaxpr's input list for these values, or ``None`` if their types do not fit.
+
+        ``exact``: the weak types must match too, as in ``jax.jit``'s cache key
+        (``int8 + 100`` is int8, ``int8 + int32(100)`` is int32). ``jit`` keeps
+        traces across calls and asks for it; a loop body traced for a weakly
+        typed initial carry runs as it is on the strong carry ``lax.scan``
+        makes of it.
+        """
         if len(arg_leaves) != len(self.arg_mask):
             return None
         flat = [x for x, m in zip(arg_leaves, self.arg_mask) if m]
@@ -109,13 +118,13 @@ class JaxprTrace:
         if len(flat) != len(self.in_avals):
             return None
         for x, aval in zip(flat, self.in_avals):
-            if not _same_type(x, aval):
+            if not _same_type(x, aval, exact):
                 return None
         return flat
 
-    def run(self, state_values: Sequence[Any], arg_leaves: Sequence[Any]):
-        """``(out, written_values)``, or ``None`` if the values' types do not fit."""
-        flat = self.flat_inputs(state_values, arg_leaves)
+    def run(self, state_values: Sequence[Any], arg_leaves: Sequence[Any], exact: bool = False):
+        """``(out, written_values)``, or ``None`` if the types do not fit (:meth:`flat_inputs`)."""
+        flat = self.flat_inputs(state_values, arg_leaves, exact)
         if flat is None:
             return None
         outs = eval_jaxpr(self.jaxpr, self.consts, *flat)
@@ -175,12 +184,13 @@ def _static_part(value: Any) -> Any:
     return treedef, tuple(x for x in leaves if not is_array_leaf(x))
 
 
-def _same_type(x: Any, aval: Any) -> bool:
+def _same_type(x: Any, aval: Any, exact: bool) -> bool:
     try:
         other = abstractify(x)
     except TypeError:
         return False
-    return other.shape == aval.shape and other.dtype == aval.dtype
+    return (other.shape == aval.shape and other.dtype == aval.dtype
+            and (not exact or other.weak_type == aval.weak_type))
 
 
 def run_with_rediscovery(run: Callable[[Any], Any], sig: Any, rediscover: Callable[[], Any],
@@ -351,7 +361,12 @@ class StatefulFunction(StatefulFunctionAPI):
             it = iter(arrays)
             full = [next(it) if m else x for x, m in zip(leaves, arg_mask)]
             args, kwargs = self.merge_args(key, *jax.tree.unflatten(tree, full))
-            scope = TransformScope(self.name, lift, lambda state, value: new_cache_epoch())
+            def check_read():
+                if current_trace() is not trace:  # a raw JAX trace inside this one reads a state
+                    note_raw_capture()
+
+            scope = TransformScope(self.name, lift, lambda state, value: cache_boundary(),
+                                   check_read)
             with scope:
                 out = self.fun(*args, **kwargs)
             states = scope.states
@@ -408,16 +423,16 @@ class StatefulFunction(StatefulFunctionAPI):
         """
         return self.pure_of(sig.trace)
 
-    def pure_of(self, trace: JaxprTrace, owner: Any = _SELF) -> Callable:
+    def pure_of(self, trace: JaxprTrace, owner: Any = _SELF, exact: bool = False) -> Callable:
         """:meth:`pure` for a :class:`JaxprTrace` (holds no State).
 
         Its :class:`RetraceNeeded` names ``owner`` (this function by default;
-        ``None``: whoever calls it).
+        ``None``: whoever calls it). ``exact``: see :meth:`JaxprTrace.flat_inputs`.
         """
         owner = self if owner is _SELF else owner
 
         def pure(state_values, *dyn_args, **dyn_kwargs):
-            result = trace.run(state_values, jax.tree.leaves((dyn_args, dyn_kwargs)))
+            result = trace.run(state_values, jax.tree.leaves((dyn_args, dyn_kwargs)), exact)
             if result is None:
                 raise RetraceNeeded(owner)
             return result

@@ -19,7 +19,6 @@ from collections import OrderedDict
 from typing import Any, Dict, Hashable, Sequence, Tuple
 
 import jax
-import numpy as np
 
 from brainx.state.state import _EPOCH, State
 from brainx.state.trace import StateTraceStack
@@ -95,8 +94,7 @@ class StatefulFunctionAPI:
         self._epochs[cache_key] = _EPOCH[0]
         cache.move_to_end(cache_key)
         self._trace_args[cache_key] = jax.tree.map(
-            lambda x: jax.ShapeDtypeStruct(np.shape(x), jax.dtypes.result_type(x))
-            if self._traceable(x) else x, (dyn_args, dyn_kwargs))
+            lambda x: _shape_of(x) if self._traceable(x) else x, (dyn_args, dyn_kwargs))
         self._jaxprs.pop(cache_key, None)
         while len(cache) > _MAX_CACHED:
             old, _ = cache.popitem(last=False)
@@ -400,3 +398,9 @@ class _WeakSignature:
         if any(s is None for s in states):
             return None
         return self.kind(states, self.written, self.read, self.trace)
+
+
+def _shape_of(x: Any) -> jax.ShapeDtypeStruct:
+    """``x``'s shape, dtype and weak type (a trace made for a weak type fits only a weak type)."""
+    aval = abstractify(x)
+    return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)

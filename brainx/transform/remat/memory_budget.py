@@ -23,6 +23,10 @@ then ``Nested(3)``,     innermost segment's step residuals
 (s = 64 ... 2)
 ======================  ===============================================
 
+A budget that no candidate meets raises :class:`MemoryBudgetError` (a
+``ValueError``) when the loop is traced, saying the smallest budget that fits
+and the strategy that needs it.
+
 The order is the speed measured at T = 1000 and 16 000, 256 units on CPU
 (``benchmarks/remat_budget.py``; docs/checkpoint.md has the tables).
 :attr:`Budgeted.choice` says what was chosen and why (the bytes of every
@@ -39,12 +43,13 @@ from typing import Any, List, Optional, Tuple
 import jax
 import numpy as np
 
+from brainx.errors import BrainxError
 from brainx.transform.remat.checkpoint_strategies import (
     Binomial, CheckpointStrategy, Nested, PerStepRemat,
 )
 from brainx.transform.remat.segment_plan import SegmentPlan
 
-__all__ = ["Budgeted", "BudgetChoice", "estimate_bytes", "candidates"]
+__all__ = ["Budgeted", "BudgetChoice", "MemoryBudgetError", "estimate_bytes", "candidates"]
 
 
 def _nbytes(tree: Any) -> int:
@@ -150,13 +155,27 @@ class BudgetChoice:
         return "\n".join(lines)
 
 
+class MemoryBudgetError(BrainxError, ValueError):
+    """No checkpointing strategy fits a ``memory_budget``; says the smallest budget that does.
+
+    ``choice`` is the :class:`BudgetChoice` of the strategy needing the fewest
+    bytes (``choice.estimate``, the smallest budget that fits) with every
+    candidate tried.
+    """
+
+    def __init__(self, message: str, choice: "BudgetChoice"):
+        super().__init__(message)
+        self.choice = choice
+
+
 @dataclass(unsafe_hash=True)
 class Budgeted(CheckpointStrategy):
     """The fastest strategy whose reverse pass fits ``budget`` bytes of XLA temp memory.
 
     Candidates are measured by compiling the loop's VJP alone (see the
-    module docstring). If none fits, the smallest runs (and :attr:`choice`
-    says so). ``margin`` scales the measured bytes before they are compared,
+    module docstring). If none fits, tracing the loop raises
+    :class:`MemoryBudgetError`, naming the smallest budget that fits and the
+    strategy that needs it (:attr:`choice` is then that strategy). ``margin`` scales the measured bytes before they are compared,
     for what the program around the loop adds; ``estimate_margin`` scales the
     estimates used when the loop cannot be compiled alone, for what XLA adds
     (temporaries of the step, copies). ``candidates`` replaces the list of
@@ -206,32 +225,55 @@ class Budgeted(CheckpointStrategy):
         tried, best = [], None
         tries = candidates() if self.candidates is None else list(self.candidates)
         for cand in tries:
-            if measurable and carries_bytes(cand, length, carry) > self.budget:
-                tried.append((repr(cand), carries_bytes(cand, length, carry), "skipped"))
+            lower = carries_bytes(cand, length, carry)
+            if measurable and lower > self.budget:
+                tried.append((repr(cand), lower, "skipped"))
                 continue  # its carries alone are over the budget
-            how = "estimated"
-            if measurable:
-                try:
-                    est, how = _measured(cand, body, consts, init, xs, length,
-                                         reverse), "measured"
-                    est = int(self.margin * est) + carry  # + a copy of the carry around it
-                except Exception:  # a step closing over an outer tracer: estimates only
-                    measurable = False
-            if how == "estimated":
-                est = int(self.estimate_margin * estimate_bytes(cand, length, carry, step)) \
-                    + fixed
+            est, how = self._bytes(cand, body, consts, init, xs, length, reverse, carry, step,
+                                   fixed, measurable)
+            measurable = how == "measured"  # once one cannot be compiled alone, none can
             tried.append((repr(cand), est, how))
             if best is None or est < best[1]:
                 best = (cand, est)
             if est <= self.budget:
                 return BudgetChoice(cand, est, int(self.budget), fixed, tried)
-        if best is None:  # every candidate skipped: the one keeping the fewest carries
-            best = min(((c, carries_bytes(c, length, carry)) for c in tries),
-                       key=lambda ce: ce[1])
-        return BudgetChoice(best[0], best[1], int(self.budget), fixed, tried)
+        # None fits. A skipped candidate may need less than the best one tried (its carries are
+        # only a lower bound): try those whose carries are under the best, fewest carries first.
+        for i in sorted(range(len(tried)), key=lambda i: tried[i][1]):
+            name, lower, how = tried[i]
+            if how != "skipped" or (best is not None and lower >= best[1]):
+                continue
+            est, how = self._bytes(tries[i], body, consts, init, xs, length, reverse, carry,
+                                   step, fixed, measurable)
+            tried[i] = (name, est, how)
+            if best is None or est < best[1]:
+                best = (tries[i], est)
+        choice = BudgetChoice(best[0], best[1], int(self.budget), fixed, tried)
+        raise MemoryBudgetError(
+            f"memory_budget={int(self.budget):,} bytes: no checkpointing strategy fits it. The "
+            f"smallest budget that fits this loop is {best[1]:,} bytes, with {best[0]!r}. Pass "
+            f"memory_budget={best[1]} or more, or shorten the loop or its carry. Bytes of "
+            "each candidate (XLA temp memory of the loop's gradient, measured or estimated):\n"
+            + "\n".join(str(choice).splitlines()[1:]), choice)
+
+    def _bytes(self, cand, body, consts, init, xs, length, reverse, carry, step, fixed,
+               measurable) -> Tuple[int, str]:
+        """``(bytes, how)`` of one candidate, compared with the budget as :meth:`choose` does."""
+        if measurable:
+            try:  # + a copy of the carry around the loop
+                est = _measured(cand, body, consts, init, xs, length, reverse)
+                return int(self.margin * est) + carry, "measured"
+            except Exception:  # a step closing over an outer tracer: estimates only
+                pass
+        return int(self.estimate_margin * estimate_bytes(cand, length, carry, step)) + fixed, \
+            "estimated"
 
     def scan(self, body, consts, init, xs, length, *, reverse, unroll, monitor=None):
-        self.choice = self.choose(body, consts, init, xs, length, reverse)
+        try:
+            self.choice = self.choose(body, consts, init, xs, length, reverse)
+        except MemoryBudgetError as e:
+            self.choice = e.choice
+            raise
         chosen = self.choice.strategy
         unroll = chosen.default_unroll if unroll is None else unroll
         return chosen.scan(body, consts, init, xs, length, reverse=reverse, unroll=unroll,
