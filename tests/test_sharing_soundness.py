@@ -1,0 +1,870 @@
+"""Instances of a class share a ``@transform.jit`` method's trace only where that is sound.
+
+Every test calls the jitted method on two instances of one class (the first
+one first, so it traces; then the second, which may reuse that trace) and
+checks both against ground truth: the same method run eagerly under
+``jax.disable_jit()`` on fresh twins built the same way (no sharing can
+happen there), or plain JAX arithmetic. A wrong share shows as the second
+instance computing with the first one's Python values, hooks or states.
+"""
+
+import collections
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import brainx
+from brainx import transform
+
+
+def eager(fn):
+    """``fn()`` with every ``transform.jit`` running the Python function itself."""
+    with jax.disable_jit():
+        return fn()
+
+
+def close(actual, expected):
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-5, equal_nan=True)
+    # 0.0 and -0.0 compare equal: their signs must match too
+    zeros = (expected == 0) & (actual == 0)
+    np.testing.assert_array_equal(np.signbit(actual[zeros]), np.signbit(expected[zeros]))
+
+
+def scale(k, x):
+    return k * x
+
+
+def shift(x, *, by):
+    return x + by
+
+
+def one():
+    return 1.0
+
+
+def two():
+    return 2.0
+
+
+#: Traces per class name, counted by the methods' Python bodies (a module-level counter, not a
+#: class attribute: a class attribute that changes at each trace would itself tell the
+#: instances apart).
+TRACES = collections.Counter()
+
+
+def pair_results(make_a, make_b, call):
+    """``call`` on instances ``make_a()`` then ``make_b()``, jitted, and on eager twins."""
+    a, b = make_a(), make_b()
+    got = (call(a), call(b))
+
+    def run():
+        a2, b2 = make_a(), make_b()
+        return call(a2), call(b2)
+
+    return got, eager(run)
+
+
+# -- 1. partial attributes --------------------------------------------------------------------
+
+def with_fn_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class WithFn(brainx.nn.Module):
+        def __init__(self, fn):
+            super().__init__()
+            self.fn = fn
+            self.h = brainx.State(jnp.zeros(3))
+
+        @transform.jit
+        def step(self, x):
+            self.h.value = self.h.value + self.fn(x)
+            return self.h.value.sum()
+
+    return WithFn
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda k: functools.partial(scale, k), id="functools.partial-args"),
+    pytest.param(lambda k: functools.partial(shift, by=k), id="functools.partial-keywords"),
+    pytest.param(lambda k: jax.tree_util.Partial(scale, k), id="tree_util.Partial-args"),
+    pytest.param(lambda k: jax.tree_util.Partial(shift, by=k), id="tree_util.Partial-keywords"),
+])
+def test_partial_attributes_with_other_bound_arguments(make):
+    x = jnp.arange(3.0)
+    WithFn = with_fn_class()
+    (ra, rb), (ea, eb) = pair_results(lambda: WithFn(make(5.0)), lambda: WithFn(make(3.0)),
+                                      lambda m: (m.step(x), m.h.value))
+    for got, want in ((ra, ea), (rb, eb)):
+        close(got[0], want[0])
+        close(got[1], want[1])
+    close(rb[1], make(3.0)(np.arange(3.0)))
+
+
+# -- 2. 0.0 and -0.0 -----------------------------------------------------------------------
+
+def inverse_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class Inverse(brainx.nn.Module):
+        def __init__(self, tau):
+            super().__init__()
+            self.tau = tau
+            self.h = brainx.State(jnp.zeros(2))
+
+        @transform.jit
+        def step(self, x):
+            self.h.value = x * (1.0 / jnp.asarray(self.tau, jnp.float32))
+            return self.h.value
+
+    return Inverse
+
+
+@pytest.mark.parametrize("first,second", [(0.0, -0.0), (-0.0, 0.0)])
+def test_signed_zero_float_attribute(first, second):
+    x = jnp.ones(2)
+    Inverse = inverse_class()
+    (ra, rb), (ea, eb) = pair_results(lambda: Inverse(first), lambda: Inverse(second),
+                                      lambda m: m.step(x))
+    close(ra, ea)
+    close(rb, eb)
+    close(rb, np.full(2, math.copysign(np.inf, second)))
+
+
+# -- 3. subclasses of dict and float, defaultdict -----------------------------------------------
+
+class GainDict(dict):
+    pass
+
+
+class GainFloat(float):
+    pass
+
+
+def gain_dict(gain):
+    d = GainDict(w=1.5)
+    d.gain = gain
+    return d
+
+
+def gain_float(gain):
+    f = GainFloat(1.5)
+    f.gain = gain
+    return f
+
+
+def uses_dict_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class UsesDict(brainx.nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.d = d
+            self.h = brainx.State(jnp.zeros(2))
+
+        @transform.jit
+        def step(self, x):
+            self.h.value = x * self.d["w"] * self.d.gain
+            return self.h.value
+
+    return UsesDict
+
+
+def uses_float_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class UsesFloat(brainx.nn.Module):
+        def __init__(self, f):
+            super().__init__()
+            self.f = f
+            self.h = brainx.State(jnp.zeros(2))
+
+        @transform.jit
+        def step(self, x):
+            self.h.value = x * float(self.f) * self.f.gain
+            return self.h.value
+
+    return UsesFloat
+
+
+def uses_default_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class UsesDefault(brainx.nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.d = d
+            self.h = brainx.State(jnp.zeros(2))
+
+        @transform.jit
+        def step(self, x):
+            self.h.value = x * self.d["present"] + self.d["missing"]   # default_factory()
+            return self.h.value
+
+    return UsesDefault
+
+
+@pytest.mark.parametrize("make_class,value_a,value_b", [
+    pytest.param(uses_dict_class, lambda: gain_dict(2.0), lambda: gain_dict(5.0),
+                 id="dict-subclass-attribute"),
+    pytest.param(uses_float_class, lambda: gain_float(2.0), lambda: gain_float(5.0),
+                 id="float-subclass-attribute"),
+    pytest.param(uses_default_class, lambda: collections.defaultdict(one, present=3.0),
+                 lambda: collections.defaultdict(two, present=3.0), id="defaultdict-factory"),
+])
+def test_subclasses_of_builtin_containers_and_scalars(make_class, value_a, value_b):
+    x = jnp.array([1.0, -2.0])
+    cls = make_class()
+    (ra, rb), (ea, eb) = pair_results(lambda: cls(value_a()), lambda: cls(value_b()),
+                                      lambda m: (m.step(x), m.h.value))
+    for got, want in ((ra, ea), (rb, eb)):
+        close(got[0], want[0])
+        close(got[1], want[1])
+    assert not np.array_equal(np.asarray(ea[0]), np.asarray(eb[0]))   # the case is observable
+
+
+# -- 4. state metadata ------------------------------------------------------------------------
+
+def coef_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class Coef(brainx.nn.Module):
+        def __init__(self, coef):
+            super().__init__()
+            self.p = brainx.ParamState(jnp.ones(2), coef=coef)
+            self.h = brainx.State(jnp.zeros(2))
+
+        @transform.jit
+        def step(self, x):
+            self.h.value = self.p.value * self.p.coef * x
+            return self.h.value
+
+    return Coef
+
+
+def test_state_metadata_is_part_of_the_trace():
+    x = jnp.array([1.0, 2.0])
+    Coef = coef_class()
+    (ra, rb), (ea, eb) = pair_results(lambda: Coef(10.0), lambda: Coef(0.1),
+                                      lambda m: (m.step(x), m.h.value))
+    for got, want in ((ra, ea), (rb, eb)):
+        close(got[0], want[0])
+        close(got[1], want[1])
+    close(rb[1], np.array([0.1, 0.2], np.float32))
+
+
+# -- 5. state hooks ---------------------------------------------------------------------------
+
+def double_write(ctx):
+    ctx.transformed_value = ctx.transformed_value * 2.0
+
+
+def acc_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class Acc(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.h = brainx.State(jnp.zeros(2))
+
+        @transform.jit
+        def step(self, x):
+            TRACES[type(self).__name__] += 1
+            self.h.value = self.h.value + x
+            return self.h.value.sum()
+
+    return Acc
+
+
+@pytest.mark.parametrize("hooked", ["first", "second"])
+def test_a_write_before_hook_of_one_instance_is_not_shared(hooked):
+    x = jnp.array([1.0, 3.0])
+    Acc = acc_class()
+    made = []
+
+    def make(with_hook):
+        def build():
+            m = Acc()
+            if with_hook:
+                m.h.register_hook("write_before", double_write)
+            made.append(m)
+            return m
+        return build
+
+    def call(m):
+        out = m.step(x)
+        out = m.step(x)
+        return out, m.h.value
+
+    try:
+        (ra, rb), (ea, eb) = pair_results(make(hooked == "first"), make(hooked == "second"), call)
+    finally:
+        for m in made:
+            m.h.clear_hooks()
+    for got, want in ((ra, ea), (rb, eb)):
+        close(got[0], want[0])
+        close(got[1], want[1])
+    plain = np.array([2.0, 6.0], np.float32)             # x + x
+    close((rb if hooked == "first" else ra)[1], plain)
+    close((ra if hooked == "first" else rb)[1], np.array([6.0, 18.0], np.float32))  # (2x + x) * 2
+
+
+# -- 6. an attribute that is a module-level state the method writes by name -------------------
+
+GLOBAL_H = brainx.State(jnp.zeros(2))
+
+
+def writes_global_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class WritesGlobal(brainx.nn.Module):
+        def __init__(self, s):
+            super().__init__()
+            self.s = s
+
+        @transform.jit
+        def step(self, x):
+            GLOBAL_H.value = GLOBAL_H.value + x
+            self.s.value = self.s.value * 2.0 + x
+            return self.s.value
+
+    return WritesGlobal
+
+
+@pytest.mark.parametrize("global_first", [True, False])
+def test_an_attribute_aliasing_a_global_state(global_first):
+    x = jnp.array([1.0, -1.0])
+    WritesGlobal = writes_global_class()
+
+    def scenario():
+        GLOBAL_H.value = jnp.zeros(2)
+        own = brainx.State(jnp.zeros(2))
+        g, o = WritesGlobal(GLOBAL_H), WritesGlobal(own)
+        first, second = (g, o) if global_first else (o, g)
+        outs = [first.step(x), second.step(x), first.step(x), second.step(x)]
+        return outs, GLOBAL_H.value, own.value
+
+    got = scenario()
+    want = eager(scenario)
+    for a, b in zip(got[0], want[0]):
+        close(a, b)
+    close(got[1], want[1])
+    close(got[2], want[2])
+
+
+# -- 7. states found through a registry keyed by id(self) -------------------------------------
+
+REGISTRY = {}
+
+
+def registered_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class Registered(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.h = brainx.State(jnp.zeros(()))
+            REGISTRY[id(self)] = brainx.State(jnp.zeros(()))
+
+        @transform.jit
+        def step(self, x):
+            r = REGISTRY[id(self)]
+            r.value = r.value + x
+            self.h.value = self.h.value + 2.0 * x
+            return r.value
+
+    return Registered
+
+
+def test_states_found_through_a_registry_keyed_by_the_instance():
+    Registered = registered_class()
+    made = []
+
+    def build():
+        m = Registered()
+        made.append(m)
+        return m
+
+    def scenario():
+        a, b = build(), build()
+        outs = [a.step(1.0), b.step(10.0), b.step(100.0)]
+        return outs, [REGISTRY[id(m)].value for m in (a, b)], [m.h.value for m in (a, b)]
+
+    try:
+        got = scenario()
+        want = eager(scenario)
+    finally:
+        for m in made:
+            REGISTRY.pop(id(m), None)
+    for a, b in zip(got[0], want[0]):
+        close(a, b)
+    for a, b in zip(got[1] + got[2], want[1] + want[2]):
+        close(a, b)
+    close(got[1][0], 1.0)     # b never touched a's registry state
+    close(got[1][1], 110.0)
+
+
+# -- 8. class attributes ----------------------------------------------------------------------
+
+def test_a_class_attribute_changed_before_the_second_instance():
+    class ClassGain(brainx.nn.Module):
+        gain = 2.0
+
+        def __init__(self):
+            super().__init__()
+            self.h = brainx.State(jnp.zeros(2))
+
+        @transform.jit
+        def step(self, x):
+            self.h.value = x * self.gain
+            return self.h.value
+
+    x = jnp.array([1.0, 2.0])
+    a = ClassGain()
+    close(a.step(x), eager(lambda: ClassGain().step(x)))
+    ClassGain.gain = 3.0
+    b = ClassGain()
+    got = b.step(x)
+    close(got, eager(lambda: ClassGain().step(x)))
+    close(got, np.array([3.0, 6.0], np.float32))
+
+
+# -- 9. weak types ----------------------------------------------------------------------------
+
+def _same(got, want):
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert bool(getattr(got, "weak_type", False)) == bool(getattr(want, "weak_type", False))
+    np.testing.assert_array_equal(np.asarray(got, np.float64), np.asarray(want, np.float64))
+
+
+@pytest.mark.parametrize("calls", [
+    pytest.param([(jnp.array([100], jnp.int8), 100),
+                  (jnp.array([100], jnp.int8), jnp.int32(100))], id="int8+weak-int-then-int32"),
+    pytest.param([(jnp.array([100], jnp.int8), jnp.int32(100)),
+                  (jnp.array([100], jnp.int8), 100)], id="int8+int32-then-weak-int"),
+    pytest.param([(jnp.array([1.5, 2.5], jnp.bfloat16), 2.5),
+                  (jnp.array([1.5, 2.5], jnp.bfloat16), jnp.float32(2.5))],
+                 id="bf16+weak-float-then-float32"),
+    pytest.param([(jnp.array([1.5, 2.5], jnp.bfloat16), jnp.float32(2.5)),
+                  (jnp.array([1.5, 2.5], jnp.bfloat16), 2.5)],
+                 id="bf16+float32-then-weak-float"),
+])
+def test_weak_typed_arguments_are_not_confused_with_strong_ones(calls):
+    f = transform.jit(lambda x, y: x + y)
+    ref = jax.jit(lambda x, y: x + y)
+    for x, y in calls:
+        _same(f(x, y), ref(x, y))
+    int_case = calls[-1][0].dtype == jnp.int8 and not isinstance(calls[-1][1], int)
+    if int_case:
+        np.testing.assert_array_equal(np.asarray(f(*calls[-1])), np.array([200], np.int32))
+
+
+def _weak(v):
+    x = jnp.array(v)            # a Python float made an array: weakly typed float32
+    assert x.weak_type
+    return x
+
+
+@pytest.mark.parametrize("weak_first", [True, False])
+def test_a_state_value_s_weak_type_is_part_of_the_trace(weak_first):
+    weak, strong = _weak(2.0), jnp.float32(2.0)
+    assert not strong.weak_type
+    s = brainx.State(weak if weak_first else strong)
+    f = transform.jit(lambda x: x + s.value)
+    ref = jax.jit(lambda x, v: x + v)
+    x = jnp.array([1.5, 2.5], jnp.bfloat16)
+    for value in ((weak, strong) if weak_first else (strong, weak)):
+        s.value = value
+        _same(f(x), ref(x, s.value))
+
+
+@pytest.mark.parametrize("weak_first", [True, False])
+def test_an_eager_for_loop_reading_a_weak_then_strong_state(weak_first):
+    weak, strong = _weak(2.0), jnp.float32(2.0)
+    s = brainx.State(weak if weak_first else strong)
+    xs = jnp.array([[1.5, 2.5], [0.5, -1.0], [3.0, 4.0]], jnp.bfloat16)
+
+    def body(x):
+        return x + s.value
+
+    for value in ((weak, strong) if weak_first else (strong, weak)):
+        s.value = value
+        got = transform.for_loop(body, xs)
+        v = s.value
+        want = jax.lax.scan(lambda c, x: (c, x + v), None, xs)[1]
+        python = jnp.stack([x + v for x in xs])
+        _same(got, want)
+        assert got.dtype == python.dtype
+
+
+# -- 10. hooks registered after the first call -------------------------------------------------
+
+@pytest.mark.parametrize("scope", ["state", "global"])
+def test_a_hook_registered_after_the_first_call_applies(scope):
+    def world():
+        s = brainx.State(jnp.zeros(2))
+
+        def step(x):
+            s.value = s.value + x
+            return s.value
+
+        return s, step
+
+    def register(s):
+        if scope == "state":
+            return s.register_hook("write_before", double_write)
+        return brainx.register_state_hook("write_before", double_write)
+
+    def scenario(jitted):
+        s, step = world()
+        f = transform.jit(step) if jitted else step
+        x = jnp.array([1.0, 2.0])
+        outs = [f(x)]
+        handle = register(s)
+        try:
+            outs.append(f(x))
+        finally:
+            handle.remove()
+        outs.append(f(x))
+        return outs + [s.value]
+
+    got = scenario(jitted=True)
+    want = scenario(jitted=False)    # plain Python: no trace at all
+    assert not brainx.has_state_hooks()
+    for a, b in zip(got, want):
+        close(a, b)
+    close(want[1], np.array([4.0, 8.0], np.float32))    # (1 + 1) * 2
+    close(want[2], np.array([5.0, 10.0], np.float32))
+
+
+# -- 11. sharing where it is sound -------------------------------------------------------------
+
+def lif_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class LIF(brainx.nn.Module):
+        def __init__(self, n=4, tau=10.0):
+            super().__init__()
+            self.n = n
+            self.tau = tau
+            self.v_th = 0.3
+            self.w = brainx.ParamState(jnp.linspace(0.5, 1.5, n))
+            self.v = brainx.HiddenState(jnp.zeros(n))
+
+        @transform.jit
+        def step(self, x):
+            TRACES[type(self).__name__] += 1
+            noise = brainx.random.rand(self.n) * 0.1
+            v = self.v.value + (x * self.w.value + noise - self.v.value) / self.tau
+            spike = (v > self.v_th).astype(jnp.float32)
+            self.v.value = v * (1.0 - spike)
+            return spike
+
+    return LIF
+
+
+def test_simple_modules_share_one_trace():
+    xs = [jnp.full(4, 2.0), jnp.full(4, 3.5), jnp.full(4, 1.0)]
+    LIF = lif_class()
+
+    def scenario():
+        brainx.random.seed(42)
+        a, b = LIF(), LIF()
+        outs = [a.step(xs[0])]
+        before = TRACES['LIF']
+        for x in xs:
+            outs.append(b.step(x))
+        outs.append(a.step(xs[1]))
+        return outs, before, [a.v.value, b.v.value]
+
+    outs, before, vs = scenario()
+    assert TRACES['LIF'] == before               # b's calls ran no trace of their own
+    want_outs, _, want_vs = eager(scenario)
+    for a, b in zip(outs + vs, want_outs + want_vs):
+        close(a, b)
+
+
+def activated_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class Activated(brainx.nn.Module):
+        def __init__(self, act):
+            super().__init__()
+            self.act = act
+            self.h = brainx.State(jnp.zeros(3))
+
+        @transform.jit
+        def step(self, x):
+            TRACES[type(self).__name__] += 1
+            self.h.value = self.act(x + self.h.value)
+            return self.h.value
+
+    return Activated
+
+
+@pytest.mark.parametrize("act", [jnp.tanh, jax.nn.relu], ids=["jnp.tanh", "jax.nn.relu"])
+def test_module_level_activation_functions_share(act):
+    x = jnp.array([-1.0, 0.5, 2.0])
+    Activated = activated_class()
+    a, b = Activated(act), Activated(act)
+    ra = a.step(x)
+    before = TRACES['Activated']
+    rb = [b.step(x), b.step(x)]
+    assert TRACES['Activated'] == before
+
+    def twins():
+        a2, b2 = Activated(act), Activated(act)
+        return [a2.step(x), b2.step(x), b2.step(x)]
+
+    for got, want in zip([ra] + rb, eager(twins)):
+        close(got, want)
+
+
+def closure_class():
+    """A new class each time: a test starts with none of its traces shared yet."""
+
+    class Closure(brainx.nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.f = lambda x: x * k                  # one line, a new function per instance
+            self.h = brainx.State(jnp.zeros(2))
+
+        @transform.jit
+        def step(self, x):
+            TRACES[type(self).__name__] += 1
+            self.h.value = self.h.value + self.f(x)
+            return self.h.value
+
+    return Closure
+
+
+def test_per_instance_lambdas_with_equal_closures_share():
+    x = jnp.array([1.0, 2.0])
+    Closure = closure_class()
+    a, b = Closure(3.0), Closure(3.0)
+    a.step(x)
+    before = TRACES['Closure']
+    rb = b.step(x)
+    assert TRACES['Closure'] == before
+    close(rb, eager(lambda: Closure(3.0).step(x)))
+
+
+def test_per_instance_lambdas_with_other_closures_do_not_share():
+    x = jnp.array([1.0, 2.0])
+    Closure = closure_class()
+    (ra, rb), (ea, eb) = pair_results(lambda: Closure(3.0), lambda: Closure(-0.5),
+                                      lambda m: m.step(x))
+    close(ra, ea)
+    close(rb, eb)
+    close(rb, np.array([-0.5, -1.0], np.float32))
+
+
+# -- 12. property: random attribute graphs ------------------------------------------------------
+#
+# A *spec* describes an attribute graph as plain data; ``build`` makes fresh objects from it
+# (so every instance, jitted or eager, gets its own states). ``fold`` reads every place of the
+# graph and turns it into numbers, writing every ParamState it meets.
+
+class XFloat(float):
+    pass
+
+
+class XDict(dict):
+    pass
+
+
+FNS = {"scale": scale, "shift": shift}
+TYPE_CODE = {"list": 1.0, "tuple": 2.0, "dict": 3.0, "xdict": 4.0}
+
+
+def build(spec):
+    kind = spec[0]
+    if kind in ("float", "int", "bool", "str"):
+        return spec[1]
+    if kind == "array":
+        return np.asarray(spec[1], dtype=spec[2])
+    if kind == "state":
+        return brainx.ParamState(jnp.asarray(spec[1], jnp.float32), coef=spec[2], label=spec[3])
+    if kind == "partial":
+        _, cls, fn, k = spec
+        make = functools.partial if cls == "functools" else jax.tree_util.Partial
+        return make(scale, k) if fn == "scale" else make(shift, by=k)
+    if kind == "xfloat":
+        f = XFloat(spec[1])
+        f.extra = spec[2]
+        return f
+    if kind == "list":
+        return [build(s) for s in spec[1]]
+    if kind == "tuple":
+        return tuple(build(s) for s in spec[1])
+    if kind == "dict":
+        return {k: build(s) for k, s in spec[1]}
+    if kind == "xdict":
+        d = XDict((k, build(s)) for k, s in spec[1])
+        d.extra = spec[2]
+        return d
+    raise AssertionError(spec)
+
+
+def _float_parts(v):
+    return [float(v), math.copysign(1.0, v)]
+
+
+def _text(s):
+    return [float(len(s)), float(sum((i + 1) * ord(c) for i, c in enumerate(s)))]
+
+
+def fold(x, arg, parts):
+    """Append to ``parts`` numbers (Python values or traced arrays) that depend on every place."""
+    if isinstance(x, brainx.State):
+        parts += [jnp.ravel(x.value), *_float_parts(x.coef), *_text(x.label), 10.0]
+        x.value = x.value * 2.0 + arg * x.coef
+    elif isinstance(x, functools.partial):         # jax.tree_util.Partial too
+        kind = 12.0 if isinstance(x, jax.tree_util.Partial) else 11.0
+        parts += [kind, jnp.ravel(x(arg))]
+    elif isinstance(x, bool):
+        parts += [20.0, float(x)]
+    elif isinstance(x, XFloat):
+        parts += [21.0, *_float_parts(x), *_float_parts(x.extra)]
+    elif isinstance(x, float):
+        parts += [22.0, *_float_parts(x)]
+    elif isinstance(x, int):
+        parts += [23.0, float(x)]
+    elif isinstance(x, str):
+        parts += [24.0, *_text(x)]
+    elif isinstance(x, np.ndarray):
+        parts += [25.0 + (x.dtype == np.int32), jnp.asarray(x, jnp.float32),
+                  jnp.asarray(np.signbit(x), jnp.float32)]
+    elif isinstance(x, (list, tuple)):
+        parts += [TYPE_CODE[type(x).__name__], float(len(x))]
+        for v in x:
+            fold(v, arg, parts)
+    elif isinstance(x, dict):
+        parts += [TYPE_CODE["xdict" if isinstance(x, XDict) else "dict"], float(len(x))]
+        for k, v in x.items():
+            parts += _text(k)
+            fold(v, arg, parts)
+        if isinstance(x, XDict):
+            parts += _float_parts(x.extra)
+    else:
+        raise AssertionError(type(x))
+    return parts
+
+
+def states_of(x):
+    if isinstance(x, brainx.State):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [s for v in x for s in states_of(v)]
+    if isinstance(x, dict):
+        return [s for v in x.values() for s in states_of(v)]
+    return []
+
+
+def make_graph_class():
+    """A fresh class per example: each example starts with no shared traces (reproducible)."""
+
+    class Graph(brainx.nn.Module):
+        def __init__(self, spec):
+            super().__init__()
+            self.data = build(spec)
+            self.calls = brainx.State(jnp.zeros(()))
+
+        @transform.jit
+        def step(self, arg):
+            parts = fold(self.data, arg, [])
+            self.calls.value = self.calls.value + arg.sum()
+            return jnp.concatenate([jnp.ravel(jnp.asarray(p, jnp.float32)) for p in parts])
+
+    return Graph
+
+
+special_floats = st.sampled_from([0.0, -0.0, 1.5, -2.0, math.nan, math.inf, -math.inf])
+floats = st.one_of(special_floats, st.floats(-10, 10, width=32))
+small_text = st.text(alphabet="abz", max_size=3)
+array_values = st.lists(floats, min_size=2, max_size=2).map(tuple)
+
+leaf_specs = st.one_of(
+    floats.map(lambda v: ("float", v)),
+    st.integers(-3, 3).map(lambda v: ("int", v)),
+    st.booleans().map(lambda v: ("bool", v)),
+    small_text.map(lambda v: ("str", v)),
+    st.tuples(st.just("array"), array_values, st.sampled_from(["float32", "int32"])).map(
+        lambda s: s if s[2] == "float32" else
+        ("array", tuple(0 if math.isnan(v) or math.isinf(v) else int(v) for v in s[1]), s[2])),
+    st.tuples(st.just("state"), array_values, floats, small_text),
+    st.tuples(st.just("partial"), st.sampled_from(["functools", "jax"]),
+              st.sampled_from(["scale", "shift"]), floats),
+    st.tuples(st.just("xfloat"), floats, floats),
+)
+
+
+def _containers(children):
+    keyed = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), children), max_size=3,
+                     unique_by=lambda kv: kv[0]).map(tuple)
+    return st.one_of(
+        st.lists(children, max_size=3).map(lambda l: ("list", tuple(l))),
+        st.lists(children, max_size=3).map(lambda l: ("tuple", tuple(l))),
+        keyed.map(lambda kv: ("dict", kv)),
+        st.tuples(st.just("xdict"), keyed, floats),
+    )
+
+
+graph_specs = st.recursive(leaf_specs, _containers, max_leaves=8)
+
+
+def places(spec, path=()):
+    """Every path in a spec (the root included), to change one of them."""
+    yield path
+    if spec[0] in ("list", "tuple"):
+        for i, s in enumerate(spec[1]):
+            yield from places(s, path + (i,))
+    elif spec[0] in ("dict", "xdict"):
+        for i, (_, s) in enumerate(spec[1]):
+            yield from places(s, path + (i,))
+
+
+def replace(spec, path, new):
+    if not path:
+        return new
+    i, rest = path[0], path[1:]
+    items = list(spec[1])
+    if spec[0] in ("list", "tuple"):
+        items[i] = replace(items[i], rest, new)
+    else:
+        items[i] = (items[i][0], replace(items[i][1], rest, new))
+    return (spec[0], tuple(items)) + tuple(spec[2:])
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(spec=graph_specs, data=st.data())
+def test_random_attribute_graphs_share_only_when_sound(spec, data):
+    if data.draw(st.booleans(), label="identical"):
+        other = spec
+    else:
+        where = data.draw(st.sampled_from(list(places(spec))), label="where")
+        other = replace(spec, where, data.draw(graph_specs, label="new"))
+    args = (jnp.array([1.0, 2.0]), jnp.array([3.0, -1.0]))
+
+    def scenario():
+        Graph = make_graph_class()
+        a, b = Graph(spec), Graph(other)
+        outs = [a.step(args[0]), b.step(args[1]), a.step(args[1])]
+        values = [s.value for m in (a, b) for s in states_of(m.data) + [m.calls]]
+        return outs, values
+
+    got_outs, got_values = scenario()
+    want_outs, want_values = eager(scenario)
+    for got, want in zip(got_outs, want_outs):
+        close(got, want)
+    assert len(got_values) == len(want_values)
+    for got, want in zip(got_values, want_values):
+        close(got, want)
