@@ -13,6 +13,7 @@ from typing import Any, Optional
 import brainunit as u
 import jax
 import numpy as np
+from jax._src.array import ArrayImpl as _ArrayImpl
 
 from brainx.errors import StateTypeError
 from brainx.state.trace import _THREAD
@@ -91,7 +92,7 @@ def _unit_of(value: Any):
 
 
 #: Types of values that hold no unit (a write over one drops none); tracer types join on sight.
-NO_UNIT_TYPES = {float, int, bool, complex, np.ndarray, type(None), type(jax.numpy.zeros(()))}
+NO_UNIT_TYPES = {float, int, bool, complex, np.ndarray, type(None), _ArrayImpl}  # no backend at import
 _NO_UNIT = NO_UNIT_TYPES
 _DIMENSIONLESS = u.DIMENSIONLESS
 _MISSING = object()

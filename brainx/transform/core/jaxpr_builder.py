@@ -152,5 +152,18 @@ def _trace_nested(wrapped: Any, in_avals: Sequence[Any]) -> Tuple[Any, List[Any]
 
 
 def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], *args: Any) -> List[Any]:
-    """Run ``jaxpr`` on ``args`` (binding its equations in the current trace)."""
+    """Run ``jaxpr`` on ``args`` (its equations go into the current trace).
+
+    When the current trace is building a jaxpr (``jax.jit`` tracing a pure
+    function) and ``args`` are its tracers, the equations are copied into it
+    as they are, without binding each primitive again (``jax.jit`` inlines
+    a nested jitted function the same way): a function found by a brainx trace
+    costs ``jax.jit`` no second trace. Elsewhere (eagerly, under ``grad`` or
+    ``vmap``) each equation is bound in the current trace.
+    """
+    trace = _core.trace_ctx.trace
+    if type(trace) is _pe.DynamicJaxprTrace and all(
+            type(x) is _pe.DynamicJaxprTracer and x._trace is trace for x in args):
+        return _pe.inline_jaxpr_into_trace(trace, _source_info_util.current(), jaxpr, consts,
+                                           *args)
     return jax.core.eval_jaxpr(jaxpr, consts, *args)

@@ -15,16 +15,22 @@ from typing import Any, Optional, Sequence, Tuple
 import jax
 import numpy as np
 from jax.core import Tracer
+from jax._src.array import ArrayImpl
 
-__all__ = ["is_array_leaf", "StaticLeaves", "has_static_leaves", "as_input", "WrittenSpec"]
+#: The tree structure of a single leaf.
+LEAF = jax.tree.structure(0)
+
+__all__ = ["is_array_leaf", "is_single_array", "StaticLeaves", "has_static_leaves", "as_input",
+           "WrittenSpec", "LEAF"]
 
 _SCALAR_TYPES = (int, float, complex, bool, np.generic, np.ndarray)
+_ARRAY_LEAF_TYPES = (Tracer, jax.Array, *_SCALAR_TYPES, jax.ShapeDtypeStruct)
 
 
 def is_array_leaf(x: Any) -> bool:
     """A pytree leaf JAX can trace: an array, a tracer, or a Python/NumPy scalar."""
-    return isinstance(x, (jax.Array, Tracer, *_SCALAR_TYPES, jax.ShapeDtypeStruct)) or hasattr(
-        x, "__jax_array__")
+    # (The isinstance test comes first: hasattr on a tracer builds an error message.)
+    return isinstance(x, _ARRAY_LEAF_TYPES) or hasattr(x, "__jax_array__")
 
 
 def _is_none(x: Any) -> bool:
@@ -95,12 +101,16 @@ class WrittenSpec:
 
     @classmethod
     def of(cls, value: Any) -> "WrittenSpec":
+        if is_single_array(value):
+            return _ONE_ARRAY
         leaves, treedef = jax.tree.flatten(value)
         mask = tuple(is_array_leaf(x) for x in leaves)
         return cls(treedef, mask, tuple(x for x, m in zip(leaves, mask) if not m),
                    not all(mask))
 
     def arrays(self, value: Any) -> list:
+        if self is _ONE_ARRAY:
+            return [value]
         return [x for x, m in zip(jax.tree.leaves(value), self.mask) if m]
 
     def build(self, arrays: Sequence[Any]) -> Any:
@@ -108,6 +118,15 @@ class WrittenSpec:
         tree = jax.tree.unflatten(self.treedef, [next(arrays) if m else next(statics)
                                                  for m in self.mask])
         return StaticLeaves(tree) if self.wrap else tree
+
+
+def is_single_array(x: Any) -> bool:
+    """``x`` is one JAX array or tracer (a pytree of one leaf: no flattening needed)."""
+    return isinstance(x, (Tracer, ArrayImpl))
+
+
+#: The spec of a state whose new value is one array (most states).
+_ONE_ARRAY = WrittenSpec(LEAF, (True,), (), False)
 
 
 def _is_array_like(x: Any) -> bool:

@@ -45,8 +45,8 @@ from brainx.transform.core.state_io import (
     peek_state_values, read_state_values, write_state_values,
 )
 from brainx.transform.core.state_values import (
-    StaticLeaves, WrittenSpec, _as_array, _is_array_like, as_input, has_static_leaves,
-    is_array_leaf,
+    LEAF, StaticLeaves, WrittenSpec, _as_array, _is_array_like, as_input, has_static_leaves,
+    is_array_leaf, is_single_array,
 )
 from brainx.transform.core.jaxpr_builder import (
     abstractify, cache_boundary, current_trace, eval_jaxpr, new_input, note_raw_capture,
@@ -352,6 +352,10 @@ class StatefulFunction(StatefulFunctionAPI):
             def lift(state, outer):
                 if outer_values is not None and state in outer_values:
                     outer = outer_values[state]
+                if is_single_array(outer):  # most states: no tree to flatten
+                    value = new_input(trace, abstractify(outer))
+                    lifted[state] = (LEAF, [value])
+                    return value
                 value_leaves, treedef = jax.tree.flatten(outer)
                 value_leaves = [new_input(trace, abstractify(x)) if is_array_leaf(x) else x
                                 for x in value_leaves]
@@ -370,8 +374,9 @@ class StatefulFunction(StatefulFunctionAPI):
             with scope:
                 out = self.fun(*args, **kwargs)
             states = scope.states
+            alive = _alive_traces(trace)
             for s in scope.get_write_states():
-                _refuse_foreign_tracers(s, scope.overlay[s], trace, self.name)
+                _refuse_foreign_tracers(s, scope.overlay[s], alive, self.name)
             written = tuple(scope.was_written(s) or _mutated_in_place(scope.overlay[s], lifted[s])
                             if s in lifted else scope.was_written(s) for s in states)
             new_values = [scope.overlay[s] for s, w in zip(states, written) if w]
@@ -478,19 +483,23 @@ def _refuse_state_outputs(out_leaves: Sequence[Any], where: str) -> None:
             "where it lives. No state was changed.")
 
 
-def _refuse_foreign_tracers(state: State, value: Any, trace: Any, where: str) -> None:
-    """Raise if ``value`` holds a tracer of a trace other than ``trace`` and its parents.
+def _alive_traces(trace: Any) -> set:
+    """Ids of ``trace`` and the traces it is nested in."""
+    alive = set()
+    while trace is not None:
+        alive.add(id(trace))
+        trace = getattr(trace, "parent_trace", None)
+    return alive
+
+
+def _refuse_foreign_tracers(state: State, value: Any, alive: set, where: str) -> None:
+    """Raise if ``value`` holds a tracer of a trace not in ``alive`` (:func:`_alive_traces`).
 
     Such a tracer was written by a raw JAX transform (``jax.jit``,
     ``lax.scan``, ...) nested in the brainx one: it has died with that
     transform's trace.
     """
-    alive = set()
-    t = trace
-    while t is not None:
-        alive.add(id(t))
-        t = getattr(t, "parent_trace", None)
-    for leaf in jax.tree.leaves(value):
+    for leaf in ([value] if is_single_array(value) else jax.tree.leaves(value)):
         if isinstance(leaf, Tracer) and id(getattr(leaf, "_trace", None)) not in alive:
             raise TracerLeakError(
                 f"{state!r} was written inside a raw JAX transform (jax.jit, jax.checkpoint, "
@@ -511,5 +520,7 @@ def _lifted_statics(lifted: Tuple[Any, list]) -> Any:
 def _mutated_in_place(value: Any, lifted: Tuple[Any, list]) -> bool:
     """Whether the value a trace read was changed in place (a container's item replaced)."""
     treedef, leaves = lifted
+    if treedef is LEAF and is_single_array(value):
+        return value is not leaves[0]
     now, now_def = jax.tree.flatten(value)
     return now_def != treedef or any(a is not b for a, b in zip(now, leaves))

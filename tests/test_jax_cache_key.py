@@ -1,0 +1,91 @@
+"""JAX's own caches survive brainx traces: the trace-cache key moves only after a raw capture."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import monitoring
+
+import brainx
+from brainx import transform
+from brainx.transform.core import jaxpr_builder
+
+_COMPILES = [0]
+
+
+def _count(name, duration, **kwargs):
+    if name == "/jax/core/compile/backend_compile_duration":
+        _COMPILES[0] += 1
+
+
+monitoring.register_event_duration_secs_listener(_count)
+
+
+def _compiles_over(calls, f, *args):
+    f(*args)  # the first call compiles what it needs
+    before = _COMPILES[0]
+    for _ in range(calls):
+        f(*args)
+    return _COMPILES[0] - before
+
+
+W = brainx.ParamState(jnp.array([0.5, -2.0, 3.0]), name="W")
+
+
+def _loss(x):
+    return jnp.sum(jnp.clip(W.value * x, -1.0, 1.0) ** 2)   # jnp.clip is jitted inside jax
+
+
+def _pure_loss(w, x):
+    return jnp.sum(jnp.clip(w * x, -1.0, 1.0) ** 2)
+
+
+@pytest.mark.parametrize("kind", ["grad", "vmap", "checkpoint"])
+def test_eager_transforms_calling_jnp_compile_nothing_after_the_first_call(kind):
+    x = jnp.array([1.0, 0.25, -0.5])
+    if kind == "grad":
+        f, args = transform.grad(_loss, grad_states=W), (x,)
+        expected = jax.grad(_pure_loss)(W.value, x)
+    elif kind == "vmap":
+        f, args = transform.vmap(lambda x: jnp.clip(W.value * x, -1.0, 1.0)), (jnp.stack([x, 2 * x]),)
+        expected = jax.vmap(lambda x: jnp.clip(W.value * x, -1.0, 1.0))(args[0])
+    else:
+        f, args = transform.checkpoint(_loss), (x,)
+        expected = jax.checkpoint(_pure_loss)(W.value, x)
+    np.testing.assert_allclose(f(*args), expected, rtol=1e-6)
+    assert _compiles_over(300, f, *args) == 0   # benchmarks/eager_transform_memory.py: more
+
+
+def test_the_key_stays_while_no_raw_trace_reads_a_state():
+    h = brainx.HiddenState(jnp.zeros(3))
+
+    @transform.jit
+    def step(x):
+        for _ in range(3):
+            h.value = jnp.clip(h.value + x, -5.0, 5.0)   # writes: no raw capture, no new key
+        return h.value
+
+    key = jaxpr_builder._KEY.id
+    step(jnp.ones(3))
+    transform.grad(lambda x: jnp.sum(jnp.clip(h.value * x, 0.0, 1.0)))(jnp.ones(3))
+    assert jaxpr_builder._KEY.id == key
+    np.testing.assert_allclose(h.value, np.full(3, 3.0))
+
+
+def test_the_key_moves_after_a_raw_helper_read_a_state():
+    s = brainx.State(jnp.array(2.0))
+
+    @jax.jit
+    def raw(x):                       # captures s's traced value inside the brainx trace
+        return s.value * x
+
+    @transform.jit
+    def step(x):
+        first = raw(x)
+        s.value = s.value + 1.0       # the boundary after the capture: raw is traced again
+        return first + raw(x)
+
+    key = jaxpr_builder._KEY.id
+    assert float(step(1.0)) == 2.0 + 3.0
+    assert jaxpr_builder._KEY.id != key
+    assert float(step(1.0)) == 3.0 + 4.0
