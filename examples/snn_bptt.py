@@ -86,8 +86,12 @@ class RecurrentSNN(nn.Module):
 
 
 # -- the loss, with three ways to keep (or not) the residuals of T steps -------------------------
-def make_loss(net: RecurrentSNN, variant: str, base: int):
-    """``loss(xs, labels) -> (loss, accuracy)`` with the time loop of ``variant``."""
+def make_loss(net: RecurrentSNN, variant: str, base: int, spike_counts: bool = False):
+    """``loss(xs, labels) -> (loss, accuracy)`` with the time loop of ``variant``.
+
+    With ``spike_counts``, ``(loss, (accuracy, counts))``: ``counts[b, i]`` is how many
+    times neuron ``i`` fired in trial ``b`` (``data_parallel_snn.py`` compares them).
+    """
     plain_step = net.update
     ckpt_step = brainx.transform.checkpoint(net.update)
 
@@ -103,11 +107,13 @@ def make_loss(net: RecurrentSNN, variant: str, base: int):
 
     def loss(xs, labels):
         nn.reset_all_states(net, batch_size=xs.shape[1])   # a fresh trial, same states
-        out, _ = run(xs)                                    # (T, batch, n_out) in mA
+        out, spikes = run(xs)                               # (T, batch, n_out) in mA
         logits = out[xs.shape[0] // 2:].mean(axis=0).to_decimal(u.mA)
         logp = jax.nn.log_softmax(logits)
         ce = -jnp.take_along_axis(logp, labels[:, None], axis=1).mean()
         acc = (logits.argmax(axis=1) == labels).mean()
+        if spike_counts:
+            return ce, (acc, jnp.round(spikes.sum(axis=0)).astype(jnp.int32))
         return ce, acc
 
     return loss

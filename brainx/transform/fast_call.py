@@ -34,8 +34,10 @@ from brainx.transform.core.stateful import RetraceNeeded
 
 __all__ = ["MAX_UNROLLED", "make_fast_call"]
 
-#: Entries with more states than this use loops instead of generated code.
-MAX_UNROLLED = 512
+#: Entries with more states than this use loops instead of generated code. Straight-line
+#: code is faster per state (1000 states: 35 us of Python a call against 57 us with loops)
+#: and costs about 23 us per state once, to generate (23 ms at 1000 states).
+MAX_UNROLLED = 2048
 
 _GLOBALS = {"_EPOCH": _EPOCH, "_THREAD": _THREAD, "DISABLE_JIT": _config.disable_jit,
             "CONCRETE_TYPES": CONCRETE_TYPES, "RetraceNeeded": RetraceNeeded}

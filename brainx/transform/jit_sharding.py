@@ -39,6 +39,7 @@ reads and checks a state's sharding (``shard_map`` uses them too).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import jax
@@ -117,29 +118,40 @@ def compile_pure(pure: Callable, owner: Any, states: Sequence[Any],
 
 def _compile(pure: Callable, owner: Any, states: Sequence[Any], write_states: Sequence[Any],
              kwargs: dict, in_user: Any) -> Callable:
-    """:func:`compile_pure` with ``in_user``: one sharding per positional argument, or unset."""
-    state_out = [state_sharding(s) for s in write_states]
-    kept = [k for k, sh in enumerate(state_out) if sh is None]
-    if kept and jax.device_count() > 1:  # a written value may be spread over several devices
-        where = {id(s): i for i, s in enumerate(states)}
-        return _KeepPlacement(
-            lambda placements: _compile_placed(_placed(pure, kept, placements), owner, states,
-                                               write_states, kwargs, in_user, state_out),
-            [where[id(write_states[k])] for k in kept])
-    return _compile_placed(pure, owner, states, write_states, kwargs, in_user, state_out)
+    """:func:`compile_pure` with ``in_user``: one sharding per positional argument, or unset.
 
-
-def _compile_placed(pure: Callable, owner: Any, states: Sequence[Any],
-                    write_states: Sequence[Any], kwargs: dict, in_user: Any,
-                    state_out: List[Optional[jax.sharding.Sharding]]) -> Callable:
-    """:func:`_compile` once the new values' placements are settled."""
-    kwargs = dict(kwargs)
-    out_user = kwargs.pop("out_shardings", _UNSET)
+    What the states decide (their shardings, which are donated, their names) is
+    read here, once: the functions made later (per placement) hold no state.
+    """
     state_in = [state_sharding(s) for s in states]
+    state_out = [state_sharding(s) for s in write_states]
     donates = getattr(owner, "_donate_states", None)
     written = {id(s) for s in write_states}
     donated = [] if donates is None else [i for i, s in enumerate(states)
                                           if id(s) in written and donates(s)]
+    names = [repr(states[i]) for i in donated]
+    build = functools.partial(_build, n_states=len(states), kwargs=kwargs, in_user=in_user,
+                              donate=owner._donate, state_in=state_in, donated=donated,
+                              names=names)
+    kept = [k for k, sh in enumerate(state_out) if sh is None]
+    if kept and jax.device_count() > 1:  # a written value may be spread over several devices
+        def make(placements: tuple, exact: bool) -> Callable:
+            out = list(state_out)
+            if exact:
+                for k, where in zip(kept, placements):
+                    out[k] = _one_sharding(where)
+            return build(_placed(pure, kept, placements, exact), state_out=out)
+
+        where = {id(s): i for i, s in enumerate(states)}
+        return _KeepPlacement(make, [where[id(write_states[k])] for k in kept])
+    return build(pure, state_out=state_out)
+
+
+def _build(pure: Callable, *, n_states: int, kwargs: dict, in_user: Any, donate: tuple,
+           state_in: list, state_out: list, donated: List[int], names: List[str]) -> Callable:
+    """The ``jax.jit`` (a :class:`DonatingCall` when states are donated) of :func:`_compile`."""
+    kwargs = dict(kwargs)
+    out_user = kwargs.pop("out_shardings", _UNSET)
     if any(x is not None for x in state_in):
         pure = _constrained(pure, state_in)
     if any(x is not None for x in state_out) or out_user is not _UNSET:
@@ -147,14 +159,14 @@ def _compile_placed(pure: Callable, owner: Any, states: Sequence[Any],
     if not donated:
         if in_user is not _UNSET:
             kwargs["in_shardings"] = (state_in, *in_user)
-        return jax.jit(pure, donate_argnums=owner._donate, **kwargs)
-    kept = [i for i in range(len(states)) if i not in donated]
+        return jax.jit(pure, donate_argnums=donate, **kwargs)
+    kept = [i for i in range(n_states) if i not in donated]
     if in_user is not _UNSET:
         kwargs["in_shardings"] = ([state_in[i] for i in donated], [state_in[i] for i in kept],
                                   *in_user)
 
     def split_pure(donated_values, kept_values, *args, **kw):
-        values: List[Any] = [None] * len(states)
+        values: List[Any] = [None] * n_states
         for i, v in zip(donated, donated_values):
             values[i] = v
         for i, v in zip(kept, kept_values):
@@ -162,9 +174,8 @@ def _compile_placed(pure: Callable, owner: Any, states: Sequence[Any],
         return pure(values, *args, **kw)
 
     split_pure.__name__ = getattr(pure, "__name__", "pure")
-    jitted = jax.jit(split_pure, donate_argnums=(0,) + tuple(d + 1 for d in owner._donate),
-                     **kwargs)
-    return DonatingCall(jitted, donated, kept, [states[i] for i in donated])
+    jitted = jax.jit(split_pure, donate_argnums=(0,) + tuple(d + 1 for d in donate), **kwargs)
+    return DonatingCall(jitted, donated, kept, names)
 
 
 class _PerArity:
@@ -213,47 +224,69 @@ def _placement(value: Any) -> Optional[tuple]:
     return tuple(placed) if any(p is not None for p in placed) else None
 
 
+class _ShapeChanged(Exception):
+    """A written value has another shape or tree than before the call: no out-sharding for it."""
+
+
 class _KeepPlacement:
     """Entry functions made per placement of the written states' values (see the module docstring).
 
     Called like the plain entry function, ``(state_values, *args, **kwargs)``:
     it reads the placement of the values at ``positions`` (the written states
-    with no ``sharding`` attribute) and calls the function made for it.
+    with no ``sharding`` attribute) and calls the function made for it, whose
+    ``out_shardings`` are those placements (so a new value has the very
+    sharding object the old one had). If a new value turns out to have another
+    shape, the function is made again with sharding constraints only, where
+    the shapes allow them.
     """
 
     #: placements kept (the made functions hold their ``jax.jit`` caches)
     max_made = 32
 
-    def __init__(self, make: Callable[[tuple], Callable], positions: List[int]):
+    def __init__(self, make: Callable[[tuple, bool], Callable], positions: List[int]):
         self._make = make
         self._positions = positions
         self._made: dict = {}
 
-    def _for(self, values: Sequence[Any]) -> Callable:
+    def _run(self, values: Sequence[Any], call: Callable[[Callable], Any]) -> Any:
         key = tuple(_placement(values[i]) for i in self._positions)
         made = self._made.get(key)
         if made is None:
             if len(self._made) >= self.max_made:
                 self._made.pop(next(iter(self._made)))
-            made = self._made[key] = self._make(key)
-        return made
+            made = self._made[key] = self._make(key, True)
+        try:
+            return call(made)
+        except _ShapeChanged:
+            made = self._made[key] = self._make(key, False)
+            return call(made)
 
     def __call__(self, values, *args, **kwargs):
-        return self._for(values)(values, *args, **kwargs)
+        return self._run(values, lambda f: f(values, *args, **kwargs))
 
     def lower(self, values, *args, **kwargs):
-        return self._for(values).lower(values, *args, **kwargs)
+        return self._run(values, lambda f: f.lower(values, *args, **kwargs))
 
     def trace(self, values, *args, **kwargs):
-        return self._for(values).trace(values, *args, **kwargs)
+        return self._run(values, lambda f: f.trace(values, *args, **kwargs))
 
 
-def _placed(pure: Callable, kept: List[int], placements: tuple) -> Callable:
+def _one_sharding(where: Optional[tuple]) -> Optional[jax.sharding.Sharding]:
+    """The sharding every leaf of a placement has (an out-sharding for the value), else ``None``."""
+    if not where or any(w is None for w in where):
+        return None
+    first = where[0][0]
+    return first if all(w[0] == first for w in where) else None
+
+
+def _placed(pure: Callable, kept: List[int], placements: tuple, exact: bool) -> Callable:
     """``pure`` whose new value of written state ``kept[j]`` keeps the placement ``placements[j]``.
 
     Each leaf spread over several devices before the call is constrained to
     its sharding, where the new leaf has the same shape (a value of another
-    shape or tree is left to XLA).
+    shape or tree is left to XLA). With ``exact``, a value that gets its
+    placement as an out-sharding (:func:`_one_sharding`) must keep its shapes:
+    otherwise :class:`_ShapeChanged` is raised (while JAX traces).
     """
     if all(p is None for p in placements):
         return pure
@@ -265,6 +298,10 @@ def _placed(pure: Callable, kept: List[int], placements: tuple) -> Callable:
             if where is None:
                 continue
             leaves, tree = jax.tree.flatten(written[k])
+            fits = len(leaves) == len(where) and all(
+                w is None or np.shape(x) == w[1] for x, w in zip(leaves, where))
+            if exact and not fits and _one_sharding(where) is not None:
+                raise _ShapeChanged()
             if len(leaves) != len(where):
                 continue
             leaves = [x if w is None or np.shape(x) != w[1]
@@ -301,7 +338,8 @@ class DonatingCall:
     def __init__(self, jitted: Callable, donated: List[int], kept: List[int], states: list):
         self.jitted = jitted
         self.donated, self.kept = donated, kept
-        self._names = [repr(s) for s in states]  # no strong reference to the states
+        # the states' names (reprs, or given as strings): no strong reference to the states
+        self._names = [s if isinstance(s, str) else repr(s) for s in states]
 
     def split(self, values: Sequence[Any], args: tuple, kwargs: dict) -> tuple:
         donated = [values[i] for i in self.donated]
