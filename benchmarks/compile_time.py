@@ -30,9 +30,45 @@ Cases (the LIF-like step: 256 units, ``h <- 0.9 h (1 - s) + W x_t``,
 
 A brainstate column appears only when ``brainstate`` is importable.
 
-Run: ``python benchmarks/compile_time.py [--rounds 7]`` (from a checkout that
-is not the installed one, put it first: ``PYTHONPATH=. python ...``; the
-header prints which brainx was imported).
+A second table splits the first call into its phases, brainx against raw JAX:
+trace + lower (``brainx.transform.jit(f).lower(*args)`` / ``jax.jit(f).lower(*args)``),
+XLA compile (``lowered.compile()``) and, on a second fresh build, the whole
+first call (run included). Each round builds everything anew (model, states,
+step, transform object) and clears brainx's loop cache, but, unless
+``--clear-caches``, not JAX's caches: jnp's jitted functions (``jnp.clip``,
+``jnp.where``, ``jnp.linalg.norm``, ...) keep their process-global caches, and
+an untimed warm-up round of every side first leaves them equally warm for
+both (the first table, which clears them, measures a first call in a cold
+process). Sides alternate, the order flipping every round. The warm-up's
+results are checked equal between brainx and raw (outputs and new state
+values; for the SNN the loss, the accuracy and the updated weights). The step
+calls column counts the traces of the user's step in the lower and in the
+first call: a 0 would mean a cache served a trace (a fresh function did not
+miss), so the times of that row would not measure a trace. Cases:
+
+- ``jit, 1000 states of (4,)``: the first table's step, split.
+- ``model step``: a ``brainx.nn.Module`` of 10 layers, each of 50 neuron
+  groups with a ``ParamState`` (plastic weight) and a ``HiddenState``: 1000
+  states, all read and written, with ``jnp.clip`` / ``jnp.where`` per group and
+  ``jnp.linalg.norm`` per layer; raw: the same step on explicit dicts of
+  values in and out, under ``jax.jit``.
+- ``SNN BPTT train step``: 100 Poisson inputs -> 256 recurrent LIF (arctan
+  surrogate) -> 10 leaky readouts (``Expon``), T=200, batch 64, cross-entropy,
+  one Adam step: ``brainx.nn`` (plain numbers, no units), ``transform.for_loop``,
+  ``transform.grad``, ``brainx.optim.Adam`` under ``transform.jit``, against
+  ``lax.scan``, ``jax.value_and_grad``, ``optax.adam`` under ``jax.jit``.
+
+The two models' builders live in ``compile_models.py``.
+
+Times are the process's CPU time (all threads, XLA's included; ``--clock
+wall`` for wall-clock time), as on a shared machine other processes' load
+stretches wall-clock times at random.
+
+Run: ``python benchmarks/compile_time.py [--rounds 7] [--phase-rounds 3]
+[--tables all|first-call|phases] [--clear-caches] [--clock cpu|wall]`` (from a
+checkout that is not the installed one, put it first: ``PYTHONPATH=. python
+...``; the header prints which brainx was imported). About 3 minutes on 2
+cores with the defaults.
 """
 
 import argparse
@@ -49,6 +85,10 @@ import numpy as np
 import brainx
 from brainx import transform as bt
 
+from compile_models import (GROUPS, GSIZE, LAYERS, SNN_BATCH, SNN_IN, SNN_OUT, SNN_REC, SNN_T,
+                            Built, Counter, allclose, brainx_model_step, brainx_snn_step,
+                            check_model, check_snn, raw_model_step, raw_snn_step, snn_data)
+
 try:  # optional third column; never a dependency of brainx
     import brainstate as _bs
 except ImportError:  # pragma: no cover - depends on the environment
@@ -56,12 +96,10 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 UNITS, T, OUTER, INNER = 256, 1000, 40, 25
 
-
-class Counter:
-    """How many times a step function ran."""
-
-    def __init__(self):
-        self.n = 0
+# The process's CPU time (all its threads, XLA's compiler threads included) by default: on a
+# shared machine, other processes' load stretches wall-clock times at random, CPU time counts
+# only this process's work. ``--clock wall`` for wall-clock time.
+CLOCK = time.process_time
 
 
 # -- the LIF-like step, pure ---------------------------------------------------------------
@@ -188,9 +226,9 @@ def _first_call(build):
     if clear_bs is not None:  # pragma: no cover - brainstate is optional
         clear_bs()
     thunk, counter = build()
-    start = time.perf_counter()
+    start = CLOCK()
     out = jax.block_until_ready(thunk())
-    return time.perf_counter() - start, out, counter.n
+    return CLOCK() - start, out, counter.n
 
 
 def measure(sides, rounds):
@@ -238,6 +276,138 @@ def cases(x, xs, W):
         k: partial(stateful_checkpointed_grad, lib, xs, W) for k, lib in libs.items()}
 
 
+# == phases of the first call: trace + lower, XLA compile, whole first call ===================
+#
+# Each builder makes everything anew and returns a ``Built`` (``compile_models.py``, with the
+# builders of the realistic models: A. a 10-layer model of 1000 small states, B. an SNN
+# training step by BPTT); C. is here.
+
+# -- C. (split) the jitted step writing N states of (4,), as in the first table -----------------
+
+def raw_states_built(n, x):
+    c = Counter()
+
+    def step(values, x):
+        c.n += 1
+        return [v * 0.9 + x for v in values], x.sum()
+
+    values = [jnp.zeros(4) for _ in range(n)]
+    f = jax.jit(step)
+    return Built(f, (values, x), lambda: f(values, x), c)
+
+
+def brainx_states_built(n, x):
+    c = Counter()
+    states = [brainx.HiddenState(jnp.zeros(4)) for _ in range(n)]
+
+    def step(x):
+        c.n += 1
+        for s in states:
+            s.value = s.value * 0.9 + x
+        return x.sum()
+
+    f = bt.jit(step)
+
+    def call():
+        out = f(x)
+        return [s.value for s in states], out
+    return Built(f, (x,), call, c)
+
+
+# -- timing of the phases ---------------------------------------------------------------------
+
+PHASES = ("lower", "compile", "first call")
+
+
+def _fresh(build, clear):
+    if clear:
+        jax.clear_caches()
+    bt.clear_loop_cache()
+    return build()
+
+
+def _phases(build, clear):
+    """Seconds of lower, compile and first call (the last of a second fresh build), its result."""
+    built = _fresh(build, clear)
+    t0 = CLOCK()
+    lowered = built.jitted.lower(*built.args)
+    t1 = CLOCK()
+    lowered.compile()
+    t2 = CLOCK()
+    lower_calls = built.counter.n
+    del built, lowered
+    built = _fresh(build, clear)
+    t3 = CLOCK()
+    out = jax.block_until_ready(built.call())
+    t4 = CLOCK()
+    return (t1 - t0, t2 - t1, t4 - t3), out, f"{lower_calls}/{built.counter.n}"
+
+
+def measure_phases(sides, rounds, clear, check):
+    """Per side, ``{phase: [seconds per round]}``, timed in alternation; and the step calls seen.
+
+    Round 0 is an untimed warm-up of every side (one-time costs of JAX's, jnp's and brainx's
+    Python code paths and caches), after which the results of the sides are compared by ``check``.
+    """
+    times = {name: {p: [] for p in PHASES} for name in sides}
+    calls = {name: set() for name in sides}
+    outs = {}
+    order = list(sides)
+    for r in range(rounds + 1):
+        for name in (order if r % 2 == 0 else order[::-1]):
+            secs, out, n = _phases(sides[name], clear)
+            calls[name].add(n)
+            if r == 0:
+                outs[name] = out
+                continue
+            for p, t in zip(PHASES, secs):
+                times[name][p].append(t)
+        if r == 0:
+            for name in order[1:]:
+                check(outs[order[0]], outs[name], name)
+    return times, {k: ",".join(sorted(v)) for k, v in calls.items()}
+
+
+def check_states(raw, ours, name):
+    allclose(raw, ours, name)
+
+
+def phase_cases(x, xs, labels):
+    yield ("jit, 1000 states of (4,)", check_states,
+           {"raw": partial(raw_states_built, 1000, x),
+            "brainx": partial(brainx_states_built, 1000, x)})
+    yield (f"model step: {LAYERS} layers x {GROUPS * 2} states", check_model,
+           {"raw": partial(raw_model_step, jnp.linspace(-1.0, 1.0, GSIZE)),
+            "brainx": partial(brainx_model_step, jnp.linspace(-1.0, 1.0, GSIZE))})
+    yield (f"SNN BPTT train step: {SNN_IN}->{SNN_REC} LIF->{SNN_OUT}, T={SNN_T}, "
+           f"batch {SNN_BATCH}, Adam", check_snn,
+           {"raw": partial(raw_snn_step, xs, labels),
+            "brainx": partial(brainx_snn_step, xs, labels)})
+
+
+def print_phases(rounds, clear):
+    caches = ("jax.clear_caches() before each build" if clear
+              else "jnp's caches warm, as after a warm-up")
+    print(f"\nphases of the first call ({caches}; medians; brainx / raw: the ratio of the "
+          "medians and, in brackets, the median of the per-round ratios)")
+    head = ["case"] + [f"{p} {k}" for p in PHASES
+                       for k in ("raw (ms)", "brainx (ms)", "brainx / raw")]
+    head += ["rounds", "step calls raw (lower/call)", "step calls brainx (lower/call)"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    xs, labels = snn_data()
+    for name, check, sides in phase_cases(jnp.ones(4), xs, labels):
+        times, n = measure_phases(sides, rounds, clear, check)
+        row = [name]
+        for p in PHASES:
+            raw, ours = times["raw"][p], times["brainx"][p]
+            paired = statistics.median(a / b for a, b in zip(ours, raw))
+            mr, mo = statistics.median(raw), statistics.median(ours)
+            row += [f"{mr * 1e3:.0f}", f"{mo * 1e3:.0f}", f"{mo / mr:.2f}x ({paired:.2f}x)"]
+        row += [str(rounds), n["raw"], n["brainx"]]
+        print("| " + " | ".join(row) + " |", flush=True)
+
+
 def _commit(path):
     try:
         return subprocess.run(["git", "-C", path, "rev-parse", "--short", "HEAD"],
@@ -249,12 +419,29 @@ def _commit(path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7,
-                        help="timed first calls per side and case (x3 for quick cases)")
+                        help="timed first calls per side and case of the first table "
+                             "(x3 for quick cases)")
+    parser.add_argument("--phase-rounds", type=int, default=3,
+                        help="timed rounds per side and case of the phases table")
+    parser.add_argument("--tables", choices=("all", "first-call", "phases"), default="all")
+    parser.add_argument("--clear-caches", action="store_true",
+                        help="phases table: jax.clear_caches() before each build (cold jnp caches)")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                        help="cpu: the process's CPU time (default); wall: wall-clock time")
     args = parser.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     where = os.path.dirname(brainx.__file__)
     print(f"brainx {where} (commit {_commit(where)}), jax {jax.__version__}, "
-          f"backend {jax.default_backend()}; medians; "
+          f"backend {jax.default_backend()}, {args.clock} time; medians; "
           f"brainstate {'present' if _bs is not None else 'not installed'}")
+    if args.tables in ("all", "first-call"):
+        print_first_calls(args.rounds)
+    if args.tables in ("all", "phases"):
+        print_phases(args.phase_rounds, args.clear_caches)
+
+
+def print_first_calls(rounds):
     key = jax.random.PRNGKey(0)
     x = jnp.ones(4)
     xs = jax.random.normal(key, (T, UNITS)) * 0.5
@@ -267,7 +454,7 @@ def main():
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for name, sides in cases(x, xs, W):
-        times, n = measure(sides, args.rounds)
+        times, n = measure(sides, rounds)
         t = {k: statistics.median(v) for k, v in times.items()}
         row = [name, f"{t['raw'] * 1e3:.0f}"]
         for k in ["brainx"] + other:
@@ -275,6 +462,7 @@ def main():
             row += [f"{t[k] * 1e3:.0f}", f"{t[k] / t['raw']:.2f}x", f"{paired:.2f}x"]
         row += [str(len(times["raw"]))] + [n[k] for k in ["raw", "brainx"] + other]
         print("| " + " | ".join(row) + " |", flush=True)
+
 
 if __name__ == "__main__":
     main()
