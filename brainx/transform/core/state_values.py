@@ -114,6 +114,8 @@ class WrittenSpec:
         return [x for x, m in zip(jax.tree.leaves(value), self.mask) if m]
 
     def build(self, arrays: Sequence[Any]) -> Any:
+        if self is _ONE_ARRAY:
+            return arrays[0]
         arrays, statics = iter(arrays), iter(self.statics)
         tree = jax.tree.unflatten(self.treedef, [next(arrays) if m else next(statics)
                                                  for m in self.mask])
