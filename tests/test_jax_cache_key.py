@@ -89,3 +89,55 @@ def test_the_key_moves_after_a_raw_helper_read_a_state():
     assert float(step(1.0)) == 2.0 + 3.0
     assert jaxpr_builder._KEY.id != key
     assert float(step(1.0)) == 3.0 + 4.0
+
+
+# -- a re-trace that computes the same keeps the compiled function --------------------------------
+
+def _compiles_of(f, *args):
+    before = _COMPILES[0]
+    out = f(*args)
+    return _COMPILES[0] - before, out
+
+
+def test_a_retrace_with_the_same_computation_compiles_nothing():
+    s = brainx.State(jnp.zeros(3), name="s")
+    other = brainx.State(jnp.zeros(3), name="other")
+
+    @transform.jit
+    def f(x):
+        s.value = s.value + x
+        return s.value
+
+    f(jnp.ones(3))
+    brainx.state.structure_changed()                       # a rebind somewhere else
+    assert _compiles_of(f, jnp.ones(3))[0] == 0
+    handle = other.register_hook("write_before", lambda ctx: None)   # a hook elsewhere
+    try:
+        assert _compiles_of(f, jnp.ones(3))[0] == 0
+    finally:
+        handle.remove()
+    np.testing.assert_allclose(s.value, np.full(3, 3.0))
+
+
+def test_a_retrace_that_computes_otherwise_compiles_and_applies():
+    s = brainx.State(jnp.zeros(3), name="s")
+
+    @transform.jit
+    def f(x):
+        s.value = s.value + x
+        return s.value
+
+    f(jnp.ones(3))
+
+    def clip(ctx):
+        ctx.transformed_value = jnp.minimum(ctx.transformed_value, 1.5)
+
+    handle = s.register_hook("write_before", clip)
+    try:
+        compiles, out = _compiles_of(f, jnp.ones(3))         # 1 + 1 clipped to 1.5
+        assert compiles >= 1
+        np.testing.assert_allclose(out, np.full(3, 1.5))
+    finally:
+        handle.remove()
+    compiles, out = _compiles_of(f, jnp.ones(3))             # the hook is gone: 1.5 + 1
+    np.testing.assert_allclose(out, np.full(3, 2.5))

@@ -89,6 +89,9 @@ class JittedFunction:
             entry.add(sig)  # the compiled pure function reads the list of traces
             self._install_fast_call(key, entry)
             return entry
+        if entry is not None and entry.epoch != _EPOCH[0] and entry.revalidate(sig):
+            self._install_fast_call(key, entry)  # the same computation: nothing to compile
+            return entry
         if sharing is not None:
             shared = sharing.register(self, key, dyn_args, dyn_kwargs, sig)
             if shared is not None:
@@ -327,16 +330,17 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
     written ones back.
 
     Caching rules. Like ``jax.jit``, a change of any argument's or state's
-    shape, dtype or tree structure retraces (each type is compiled once, so
-    alternating shapes do not recompile), and a Python value captured by
-    closure is frozen at trace time. The function traces again, without
-    recompiling when the states are the same, when a state it found is
-    garbage collected (a model rebuilt, a global rebound to a new State) and
-    when a ``brainx.nn.Module`` State attribute is rebound (``net.h =
-    HiddenState(...)``, ``net.cur = net.buf_b``). A State swapped inside a
-    plain object or container while the old one stays alive is not seen: call
-    ``brainx.state.structure_changed()`` or ``clear_cache()`` after such a
-    swap. Creating states costs nothing.
+    shape, dtype, weak type or tree structure retraces (each type is compiled
+    once, so alternating shapes do not recompile), and a Python value
+    captured by closure is frozen at trace time. The function traces again
+    when a state it found is garbage collected (a model rebuilt, a global
+    rebound to a new State), when a ``brainx.nn.Module`` State attribute is
+    rebound (``net.h = HiddenState(...)``, ``net.cur = net.buf_b``) and when
+    a state hook is registered, removed, enabled or disabled; if the new trace
+    computes what the old one did on the same states, the compiled function
+    is kept. A State swapped inside a plain object or container while the old
+    one stays alive is not seen: call ``brainx.state.structure_changed()`` or
+    ``clear_cache()`` after such a swap. Creating states costs nothing.
 
     Calls are not atomic: two threads calling a function that writes the
     same state both read its old value, and the later write-back wins. Use a

@@ -25,6 +25,7 @@ from brainx.state.trace import _THREAD
 from brainx.random.state import DEFAULT_SOURCE
 from brainx.transform.graphdef import GraphDefinition, graph_definition
 from brainx.transform.core.jaxpr_builder import abstractify
+from brainx.transform.core.jaxpr_equal import jaxprs_equal
 from brainx.transform.jit_sharding import compile_pure
 from brainx.transform.core.stateful import (
     RetraceNeeded, StateSignature, as_input, has_static_leaves,
@@ -108,6 +109,29 @@ class JitEntry:
         """Whether ``sig`` touches only states of this entry, writing exactly those it writes."""
         return not self.shared and all(id(s) in self.index and w == (id(s) in self.write_pos)
                                        for s, w in zip(sig.states, sig.written))
+
+    def revalidate(self, sig: StateSignature) -> bool:
+        """After a structure change: keep this entry if ``sig`` is its one trace again.
+
+        True (and the entry is current again) when the entry holds a single
+        trace, its states are alive, and ``sig`` touches the same states in
+        the same roles with an equal jaxpr (:func:`jaxprs_equal`): the compiled
+        function computes what a new one would.
+        """
+        if len(self.plans) != 1 or self.shared or any(r() is None for r in self.refs):
+            return False
+        old, local, own = self.plans[0]
+        new = sig.trace
+        if (len(sig.states) != len(self.refs) or not self.fits(sig)
+                or local != tuple(self.index[id(s)] for s in sig.states)
+                or own != tuple(self.write_pos[id(s)] for s in sig.write_states)
+                or (old.arg_mask, old.in_avals, old.out_tree, old.written_specs,
+                    old.input_statics) != (new.arg_mask, new.in_avals, new.out_tree,
+                                           new.written_specs, new.input_statics)
+                or not jaxprs_equal(old.jaxpr, old.consts, new.jaxpr, new.consts)):
+            return False
+        self.epoch = _EPOCH[0]
+        return True
 
     def add(self, sig: StateSignature) -> None:
         """Keep one more trace (see :meth:`fits`)."""
