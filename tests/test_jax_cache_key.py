@@ -141,3 +141,28 @@ def test_a_retrace_that_computes_otherwise_compiles_and_applies():
         handle.remove()
     compiles, out = _compiles_of(f, jnp.ones(3))             # the hook is gone: 1.5 + 1
     np.testing.assert_allclose(out, np.full(3, 2.5))
+
+
+def _reference(c):
+    if np.ndim(c) == 0:
+        return np.float32(1.0) / (np.float32(c) * np.ones(3, np.float32))
+    return np.asarray(c, np.float32)
+
+
+@pytest.mark.parametrize("old,new", [(2.0, 3.0), (0.0, -0.0), (np.ones(3), np.arange(3.0))],
+                         ids=["literal", "signed-zero", "constant-array"])
+def test_a_retrace_seeing_another_python_value_computes_with_it(old, new):
+    s = brainx.State(jnp.ones(3), name="s")
+    box = {"c": old}
+
+    @transform.jit
+    def f():
+        c = box["c"]
+        s.value = 1.0 / (c * jnp.ones(3)) if np.ndim(c) == 0 else jnp.asarray(c, jnp.float32)
+        return s.value
+
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(f(), _reference(old))
+        box["c"] = new
+        brainx.state.structure_changed()                      # makes f trace again
+        np.testing.assert_array_equal(f(), _reference(new))   # not the old compiled one
