@@ -45,6 +45,7 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/dispatch.py
 	$(PY) benchmarks/compile_time.py
+	$(PY) benchmarks/eager_transform_memory.py
 	$(PY) benchmarks/remat_memory.py
 
 # brainstate 0.5.4's own core tests and notebooks against brainx (needs a brainstate checkout: BRAINSTATE_REPO)

@@ -20,7 +20,7 @@ import struct
 from typing import Any, Dict, Sequence
 
 import numpy as np
-from jax._src import core as _core
+from jax.extend import core as _core
 
 __all__ = ["jaxprs_equal"]
 
