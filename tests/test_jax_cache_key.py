@@ -166,3 +166,32 @@ def test_a_retrace_seeing_another_python_value_computes_with_it(old, new):
         box["c"] = new
         brainx.state.structure_changed()                      # makes f trace again
         np.testing.assert_array_equal(f(), _reference(new))   # not the old compiled one
+
+
+def test_a_retrace_reading_another_state_in_the_same_roles_compiles_anew():
+    a = brainx.State(jnp.array([1.0, 2.0]), name="a")
+    b = brainx.State(jnp.array([10.0, 20.0]), name="b")
+    mode = {"old": True}
+
+    def reference(a0, b0, old):
+        t = a0 if old else b0
+        return t, t * 2.0, t * 3.0
+
+    @transform.jit
+    def step():
+        if mode["old"]:
+            t = a.value                       # a read, b written
+        else:
+            a.value = jnp.zeros(2)            # a written before any read, b read
+            t = b.value
+        a.value, b.value = t * 2.0, t * 3.0   # both written either way, the same jaxpr shape
+        return t
+
+    step()
+    mode["old"] = False
+    brainx.state.structure_changed()
+    a.value, b.value = jnp.array([1.0, 2.0]), jnp.array([10.0, 20.0])
+    out = step()
+    for got, want in zip((out, a.value, b.value),
+                         reference(np.array([1.0, 2.0]), np.array([10.0, 20.0]), False)):
+        np.testing.assert_allclose(got, want)

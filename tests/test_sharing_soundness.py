@@ -11,6 +11,7 @@ instance computing with the first one's Python values, hooks or states.
 import collections
 import functools
 import math
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -867,4 +868,99 @@ def test_random_attribute_graphs_share_only_when_sound(spec, data):
         close(got, want)
     assert len(got_values) == len(want_values)
     for got, want in zip(got_values, want_values):
+        close(got, want)
+
+
+# -- found by review: dtypes that print alike, True vs 1 as keys, weak registries, rebound globals --
+
+def test_one_byte_float_dtypes_with_the_same_bytes_do_not_share():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+
+    class Q(brainx.nn.Module):
+        def __init__(self, dtype):
+            super().__init__()
+            self.w = np.full((2,), 0x38, np.uint8).view(dtype)   # the same bytes, other dtype
+            self.h = brainx.State(jnp.zeros(2))
+
+        @transform.jit
+        def step(self, x):
+            self.h.value = self.h.value + self.w.astype(jnp.float32) * x
+            return self.h.value
+
+    def scenario():
+        a, b = Q(ml_dtypes.float8_e4m3fn), Q(ml_dtypes.float8_e4m3b11fnuz)
+        return [a.step(jnp.ones(2)), b.step(jnp.ones(2))]
+
+    for got, want in zip(scenario(), eager(scenario)):
+        close(got, want)
+
+
+def test_dict_keys_true_and_one_do_not_share():
+    class D(brainx.nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.d = {k: 2.0}
+            self.h = brainx.State(jnp.zeros(()))
+
+        @transform.jit
+        def step(self, x):
+            (k, v), = self.d.items()
+            self.h.value = self.h.value + v * x
+            return jnp.asarray(k)
+
+    a, b = D(True), D(1)
+    assert a.step(1.0).dtype == jnp.asarray(True).dtype
+    assert b.step(1.0).dtype == jnp.asarray(1).dtype
+
+
+WEAK_REGISTRY = weakref.WeakValueDictionary()
+
+
+def test_a_state_reached_through_a_weak_registry_is_not_taken_for_the_instance_s_own():
+    class R(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.h = brainx.State(jnp.zeros(()))
+            WEAK_REGISTRY.setdefault("h", self.h)        # the first instance's state wins
+
+        @transform.jit
+        def step(self, x):
+            s = WEAK_REGISTRY["h"]
+            s.value = s.value + x
+            return s.value
+
+    def scenario():
+        WEAK_REGISTRY.clear()
+        a, b = R(), R()
+        out = [a.step(1.0), b.step(10.0)]
+        return out + [a.h.value, b.h.value]
+
+    for got, want in zip(scenario(), eager(scenario)):
+        close(got, want)
+
+
+REBOUND = brainx.State(jnp.zeros(()))
+
+
+def test_a_module_level_state_rebound_before_the_second_instance_is_the_new_one():
+    class GM(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.h = brainx.State(jnp.ones(()))
+
+        @transform.jit
+        def step(self, x):
+            REBOUND.value = REBOUND.value + x * self.h.value
+            return REBOUND.value
+
+    def scenario():
+        global REBOUND
+        REBOUND = brainx.State(jnp.zeros(()))
+        first = GM().step(1.0)
+        old = REBOUND
+        REBOUND = brainx.State(jnp.full((), 100.0))       # the old one stays alive
+        second = GM().step(1.0)
+        return [first, second, old.value, REBOUND.value]
+
+    for got, want in zip(scenario(), eager(scenario)):
         close(got, want)

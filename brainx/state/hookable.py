@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 from brainx.state.global_hooks import GlobalHookRegistry
 from brainx.state.hook_manager import HookManager
 from brainx.state.hooks import Hook, HookContext, HookHandle, HookType
+from brainx.state.refs import StateRef
 
 __all__ = ["HookableState", "fire_read", "fire_write_before", "fire_write_after",
            "fire_restore", "fire_init", "has_hooks_for"]
@@ -174,7 +175,7 @@ def _fire(state: Any, hook_type: str, run: Callable[[HookManager, "weakref.ref"]
         return
     _FIRING.states.add(id(state))
     try:
-        ref = weakref.ref(state)
+        ref = StateRef(state)
         for manager in managers:
             run(manager, ref)
     finally:

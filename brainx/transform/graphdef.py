@@ -68,6 +68,7 @@ import numpy as np
 
 from brainx.graph.node import Node
 from brainx.state.hook_manager import hooks_active
+from brainx.state.refs import only_brainx_refs
 from brainx.state.state import State
 from brainx.state.values import dtype_name
 
@@ -186,6 +187,7 @@ class _Walker:
         if t is np.dtype:
             return ("dtype", x)
         if (t is set or t is frozenset) and all(type(e) in _BY_VALUE for e in x):
+            # (by type and value: {1} and {True} differ)
             return (t, frozenset((type(e), e) for e in x))
         self.seen[id(x)] = path
         if t is list or t is tuple:
@@ -195,7 +197,8 @@ class _Walker:
         if t is dict:
             if not all(type(k) in _BY_VALUE for k in x):
                 return ("id", _Identity(x))
-            return (dict, tuple((k, self.node(v, path + (k,))) for k, v in x.items()))
+            return (dict, tuple(((type(k), k), self.node(v, path + (k,)))  # True is not 1
+                                for k, v in x.items()))
         if isinstance(x, Node):
             return ("node", _Identity(t), self._class_key(t),
                     tuple((k, self.node(v, path + (k,))) for k, v in _attributes(x)))
@@ -263,7 +266,8 @@ class _Walker:
         """Paths of states with more references than the graph holds (something outside has one)."""
         counts = _reference_counts(self.states)
         return frozenset(path for path, s in self.states.items()
-                         if counts[path] - _COUNT_BASE[0] > self.met[id(s)])
+                         if counts[path] - _COUNT_BASE[0] > self.met[id(s)]
+                         or not only_brainx_refs(s))  # a weak registry reaches it too
 
 
 def _reference_counts(states: Dict[Tuple, Any]) -> Dict[Tuple, int]:
@@ -334,5 +338,5 @@ def _array_key(x: Any) -> Hashable:
         return ("id", _Identity(x))
     digest = hashlib.blake2b(np.ascontiguousarray(data).tobytes(), digest_size=16).hexdigest()
     sharding = x.sharding if isinstance(x, jax.Array) else None
-    return ("array", type(x).__name__, data.shape, data.dtype.str,
+    return ("array", type(x).__name__, data.shape, dtype_name(data.dtype),  # float8s differ
             bool(getattr(x, "weak_type", False)), sharding, digest)

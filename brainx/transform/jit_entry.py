@@ -23,6 +23,7 @@ import jax
 from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
 from brainx.random.state import DEFAULT_SOURCE
+from brainx.state.refs import StateRef
 from brainx.transform.graphdef import GraphDefinition, graph_definition
 from brainx.transform.core.jaxpr_builder import abstractify
 from brainx.transform.core.jaxpr_equal import jaxprs_equal
@@ -80,7 +81,7 @@ class JitEntry:
             if entry is not None:
                 entry.epoch = -1
 
-        self.refs = [weakref.ref(s, stale) for s in states]
+        self.refs = [StateRef(s, stale) for s in states]
         # By identity: positions of each state, and of each written state among the outputs.
         self.index = {id(s): i for s, i in index.items()}
         self.write_pos = {id(s): k for k, s in enumerate(write_states)}
@@ -125,8 +126,8 @@ class JitEntry:
         if (len(sig.states) != len(self.refs) or not self.fits(sig)
                 or local != tuple(self.index[id(s)] for s in sig.states)
                 or own != tuple(self.write_pos[id(s)] for s in sig.write_states)
-                or (old.arg_mask, old.in_avals, old.out_tree, old.written_specs,
-                    old.input_statics) != (new.arg_mask, new.in_avals, new.out_tree,
+                or (old.arg_mask, old.in_avals, old.inputs, old.out_tree, old.written_specs,
+                    old.input_statics) != (new.arg_mask, new.in_avals, new.inputs, new.out_tree,
                                            new.written_specs, new.input_statics)
                 or not jaxprs_equal(old.jaxpr, old.consts, new.jaxpr, new.consts)):
             return False
@@ -183,12 +184,14 @@ class JitEntry:
 class _Template:
     """A trace of one instance, and how to find the same states in another."""
 
-    __slots__ = ("sig_trace", "written", "read", "locators", "jitted")
+    __slots__ = ("sig_trace", "written", "read", "locators", "jitted", "method")
 
-    def __init__(self, sig: StateSignature, locators: List[tuple], jitted: Callable):
+    def __init__(self, sig: StateSignature, locators: List[tuple], jitted: Callable,
+                 method: Callable):
         self.sig_trace, self.written, self.read = sig.trace, sig.written, sig.read
         self.locators = locators  # ("path", path) in the instance, or ("ref", weakref) outside it
         self.jitted = jitted
+        self.method = method  # whose module-level names the outside states must still be
 
     def signature_for(self, graph: GraphDefinition) -> Optional[StateSignature]:
         """This trace's signature on ``graph``'s states (``None``: they cannot take it)."""
@@ -200,6 +203,8 @@ class _Template:
                 state = graph.states.get(where)
             else:
                 state = where()
+                if state is not None and not _all_global([state], self.method):
+                    return None  # the global name now names another State: trace anew
             if state is None:
                 return None
             states.append(state)
@@ -259,12 +264,12 @@ class InstanceSharing:
         outside = [s for s in sig.states if id(s) not in paths]
         if outside and not _all_global(outside, owner.fun):
             return None  # found elsewhere (a registry, another object): maybe per instance
-        locators = [("path", paths[id(s)]) if id(s) in paths else ("ref", weakref.ref(s))
+        locators = [("path", paths[id(s)]) if id(s) in paths else ("ref", StateRef(s))
                     for s in sig.states]
         # Owner None: the function serves every instance; whoever calls it handles its retrace.
         jitted = compile_pure(owner.stateful.pure_of(sig.trace, owner=None, exact=True), owner,
                               sig.states, sig.write_states)
-        self._templates[tkey] = _Template(sig, locators, jitted)
+        self._templates[tkey] = _Template(sig, locators, jitted, owner.fun)
         while len(self._templates) > self.max_templates:
             self._templates.popitem(last=False)
         return JitEntry(owner, [sig], jitted=jitted)

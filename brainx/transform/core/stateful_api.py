@@ -14,12 +14,12 @@ values of the written states (with ``return_only_write``) or of every state.
 
 from __future__ import annotations
 
-import weakref
 from collections import OrderedDict
 from typing import Any, Dict, Hashable, Sequence, Tuple
 
 import jax
 
+from brainx.state.refs import StateRef
 from brainx.state.state import _EPOCH, State
 from brainx.state.trace import StateTraceStack
 from brainx.transform.core.jaxpr_builder import abstractify
@@ -390,7 +390,7 @@ class _WeakSignature:
 
     def __init__(self, sig):
         self.kind = type(sig)  # StateSignature (defined in stateful.py, which imports this module)
-        self.refs = tuple(weakref.ref(s) for s in sig.states)
+        self.refs = tuple(StateRef(s) for s in sig.states)
         self.written, self.read, self.trace = sig.written, sig.read, sig.trace
 
     def resolve(self):

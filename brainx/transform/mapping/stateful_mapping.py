@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import warnings
-import weakref
 from typing import Any, Callable, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple
 
 import jax
@@ -39,6 +38,7 @@ import jax
 from brainx.errors import BatchAxisError
 from brainx.lanes import current_trace, owned_traces
 from brainx.random.state import RandomState
+from brainx.state.refs import StateTable
 from brainx.state.state import State
 from brainx.transform.core.arguments import function_name
 from brainx.transform.core.state_filter import state_predicate
@@ -168,7 +168,7 @@ class StatefulMapping(VmappedFunction):
         self.static_argnums = statics
         self.static_argnames = static_argnames
         # states this mapping wrote back batched (per-lane on later calls), with their axis
-        self._scattered: "weakref.WeakKeyDictionary[State, int]" = weakref.WeakKeyDictionary()
+        self._scattered: "StateTable[int]" = StateTable()
 
     def jax_vmap(self, f: Callable, in_axes: Any, out_axes: Any, size: Any = _UNSET) -> Callable:
         return self.mapping_fn(f, in_axes=in_axes, out_axes=out_axes, axis_name=self.axis_name,

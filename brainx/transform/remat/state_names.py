@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import weakref
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 import jax
@@ -32,6 +31,7 @@ import jax.extend.core as jex_core
 from jax.extend.core import get_opaque_trace_state
 
 from brainx.state.state import State
+from brainx.state.refs import StateRef, StateTable
 from brainx.state.trace import StateTraceStack
 
 __all__ = ["PREFIX", "state_tag", "state_of_tag", "label_of_tag", "state_paths", "name_value",
@@ -41,8 +41,8 @@ __all__ = ["PREFIX", "state_tag", "state_of_tag", "label_of_tag", "state_paths",
 #: Every state name starts with this.
 PREFIX = "brainx.state:"
 
-_UIDS: "weakref.WeakKeyDictionary[State, int]" = weakref.WeakKeyDictionary()
-_STATES: "weakref.WeakValueDictionary[int, State]" = weakref.WeakValueDictionary()
+_UIDS: "StateTable[int]" = StateTable()
+_STATES: Dict[int, StateRef] = {}  # uid -> the state, weakly
 _COUNTER = itertools.count(1)
 
 #: The primitive ``checkpoint_name`` binds (``jax.ad_checkpoint``'s ``name_p``).
@@ -53,7 +53,7 @@ def _uid(state: State) -> int:
     uid = _UIDS.get(state)
     if uid is None:
         uid = _UIDS[state] = next(_COUNTER)
-        _STATES[uid] = state
+        _STATES[uid] = StateRef(state, lambda _ref, uid=uid: _STATES.pop(uid, None))
     return uid
 
 
@@ -81,7 +81,8 @@ def state_of_tag(name: str) -> Optional[State]:
     if not isinstance(name, str) or not name.startswith(PREFIX):
         return None
     uid = name[len(PREFIX):].split(":", 1)[0]
-    return _STATES.get(int(uid)) if uid.isdigit() else None
+    ref = _STATES.get(int(uid)) if uid.isdigit() else None
+    return None if ref is None else ref()
 
 
 def label_of_tag(name: str) -> str:
