@@ -76,6 +76,7 @@ __all__ = ["graph_definition", "GraphDefinition"]
 
 _MAX_NODES = 20_000
 _BY_VALUE = (bool, int, str, bytes, type(None), type(Ellipsis))
+_SCALARS = frozenset(_BY_VALUE + (float, complex))
 _PARTIALS = (functools.partial, jax.tree_util.Partial)
 # State attributes that say where and when it was made, not what it computes with.
 _STATE_BOOKKEEPING = frozenset({"_level", "_source", "_hooks"})
@@ -161,12 +162,8 @@ class _Walker:
         if self.count > _MAX_NODES:
             raise _Unshareable
         t = type(x)
-        if t in _BY_VALUE:
-            return (t, x)
-        if t is float:
-            return (float, struct.pack("<d", x))
-        if t is complex:
-            return (complex, struct.pack("<dd", x.real, x.imag))
+        if t in _SCALARS:
+            return _scalar_key(x)
         if id(x) in self.seen:
             if isinstance(x, State):
                 self.met[id(x)] += 1
@@ -255,11 +252,8 @@ class _Walker:
         return key
 
     def _class_value(self, value: Any) -> Hashable:
-        t = type(value)
-        if t in _BY_VALUE:
-            return (t, value)
-        if t is float:
-            return (float, struct.pack("<d", value))
+        if type(value) in _SCALARS:
+            return _scalar_key(value)
         return ("id", _Identity(value))  # one object, the same for every instance of the class
 
     def referenced_outside(self) -> FrozenSet[Tuple]:
@@ -312,14 +306,19 @@ def _value_type(value: Any) -> Hashable:
     return (treedef, tuple(_leaf_type(v) for v in leaves))
 
 
-def _leaf_type(x: Any) -> Hashable:
+def _scalar_key(x: Any) -> Hashable:
+    """A Python scalar by type and value; floats by their bits (``0.0`` and ``-0.0`` differ)."""
     t = type(x)
-    if t in _BY_VALUE:
-        return (t, x)
     if t is float:
         return (float, struct.pack("<d", x))
     if t is complex:
         return (complex, struct.pack("<dd", x.real, x.imag))
+    return (t, x)
+
+
+def _leaf_type(x: Any) -> Hashable:
+    if type(x) in _SCALARS:
+        return _scalar_key(x)
     if isinstance(x, jax.core.Tracer):
         raise _Unshareable
     dtype = getattr(x, "dtype", None)
