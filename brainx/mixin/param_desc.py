@@ -7,6 +7,7 @@ template for many objects. :class:`~brainx.nn.Sequential` uses this to build a
 layer once the size flowing into it is known.
 """
 
+import types
 from typing import Any, Optional, Sequence
 
 from brainx.mixin.base import Mixin
@@ -142,7 +143,15 @@ class ParamDescriber(metaclass=NoSubclassMeta):
     def __instancecheck__(self, instance: Any) -> bool:
         return isinstance(instance, ParamDescriber) and issubclass(instance.cls, self.cls)
 
-    def __class_getitem__(cls, item: type) -> "ParamDescriber":
+    def __class_getitem__(cls, item: Any) -> Any:
+        """``ParamDescriber[X]``: a describer of class ``X`` (usable in ``isinstance``).
+
+        For anything but a class (a ``TypeVar`` in ``Union[ParamDescriber[T], T]``,
+        another annotation) it is the generic alias a type annotation expects,
+        as brainstate's annotations need.
+        """
+        if not isinstance(item, type):
+            return types.GenericAlias(cls, (item,))
         return ParamDescriber(item)
 
     @property

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Optional
 
 import brainunit as u
+import jax
 import jax.numpy as jnp
+import numpy as np
 
-from brainx.nn.init import KaimingNormal, ZeroInit, to_size
+from brainx.nn.init import KaimingNormal, ZeroInit, param, to_size
 from brainx.nn.module import Module
 from brainx.state.state import ParamState
 
@@ -29,8 +31,10 @@ class Linear(Module):
         Feature sizes (the last axis of ``x`` and of ``y``).
     w_init, b_init : initialiser or array
         Initial weight ``(in, out)`` and bias ``(out,)``; ``b_init=None``: no bias.
-    w_mask : array, optional
+    w_mask : array or callable, optional
         Multiplies the weight (fixed connectivity, e.g. no self-connections).
+        A callable (an initialiser, or ``f(shape)``) is called with the
+        weight's shape ``(in, out)``, as in brainstate.
 
     Examples
     --------
@@ -57,6 +61,8 @@ class Linear(Module):
             if isinstance(b_init, ZeroInit) and b_init.unit is None and isinstance(W, u.Quantity):
                 bias = u.Quantity(bias, unit=W.unit)   # a zero bias takes the weight's unit
             weights["bias"] = bias
+        if callable(w_mask) and not isinstance(w_mask, (jax.Array, np.ndarray)):
+            w_mask = param(w_mask, shape)
         self.w_mask = None if w_mask is None else jnp.asarray(w_mask)
         if self.w_mask is not None:
             jnp.broadcast_shapes(self.w_mask.shape, shape)

@@ -106,6 +106,13 @@ class Module(Node, ParamDesc):
     def __call__(self, *args, **kwargs):
         return self.update(*args, **kwargs)
 
+    #: NumPy arrays defer ``x >> module`` to :meth:`__rrshift__` instead of broadcasting over it.
+    __array_ufunc__ = None
+
+    def __rrshift__(self, other: Any) -> Any:
+        """``x >> module`` is ``module(x)``, so ``x >> rnn >> readout`` chains calls (brainstate's)."""
+        return self(other)
+
     # -- state hooks ---------------------------------------------------------------
     def init_state(self, *args, **kwargs) -> None:
         """Create this module's own states (not its children's). Default: nothing."""

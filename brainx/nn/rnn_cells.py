@@ -60,7 +60,34 @@ def _activation(activation: Union[str, Callable]) -> Callable:
 
 
 class RNNCell(Module):
-    """Base class of recurrent cells: sizes, activation, and the hidden states' lifecycle."""
+    """Base class of recurrent cells (brainstate's): a module with hidden states.
+
+    A subclass creates its states in ``init_state``, resets them in
+    ``reset_state`` and steps in ``update(x)``; ``__init__(name=None)`` as
+    :class:`Module`'s, so brainstate programs subclass it unchanged. The cells
+    here share their sizes, activation and state lifecycle through a private
+    base below it.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> class Leaky(brainx.nn.RNNCell):
+    ...     def __init__(self, n):
+    ...         super().__init__()
+    ...         self.n = n
+    ...     def init_state(self, batch_size=None, **kwargs):
+    ...         self.h = brainx.HiddenState(jnp.zeros(self.n))
+    ...     def update(self, x):
+    ...         self.h.value = 0.5 * self.h.value + x
+    ...         return self.h.value
+    >>> cell = brainx.nn.init_all_states(Leaky(2))
+    >>> (jnp.ones(2) >> cell).tolist()
+    [1.0, 1.0]
+    """
+
+
+class _SizedCell(RNNCell):
+    """The cells' shared part: sizes, activation, and the hidden states' lifecycle."""
 
     state_names: tuple = ("h",)
 
@@ -95,7 +122,7 @@ class RNNCell(Module):
         return f"{type(self).__name__}(num_in={self.num_in}, num_out={self.num_out})"
 
 
-class ValinaRNNCell(RNNCell):
+class ValinaRNNCell(_SizedCell):
     """Vanilla RNN cell: ``h = activation(W [x, h] + b)``.
 
     Parameters
@@ -123,7 +150,7 @@ class ValinaRNNCell(RNNCell):
         return self.h.value
 
 
-class GRUCell(RNNCell):
+class GRUCell(_SizedCell):
     """Gated recurrent unit: reset gate ``r``, update gate ``z`` (see the module table).
 
     Parameters
@@ -155,7 +182,7 @@ class GRUCell(RNNCell):
         return self.h.value
 
 
-class LSTMCell(RNNCell):
+class LSTMCell(_SizedCell):
     """Long short-term memory cell with hidden ``h`` and cell ``c`` (see the module table).
 
     The gates come from one :class:`~brainx.nn.Linear` ``W`` in the order

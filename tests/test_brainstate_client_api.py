@@ -1,0 +1,57 @@
+"""What brainstate's client libraries (brainpy-state, braintrace) rely on, from brainstate's docs.
+
+Each test states the documented behaviour and compares against the plain computation.
+"""
+
+from typing import TypeVar, Union, get_args
+
+import jax.numpy as jnp
+import numpy as np
+
+import brainx
+from brainx.mixin import ParamDescriber
+
+T = TypeVar("T")
+
+
+def test_param_describer_of_a_type_variable_is_an_annotation():
+    # brainpy-state annotates parameters as Union[ParamDescriber[T], T]
+    annotation = Union[ParamDescriber[T], T]
+    first, second = get_args(annotation)
+    assert second is T and get_args(first) == (T,)
+    # with a class it is still a describer, usable in isinstance (brainstate's meaning)
+    described = brainx.nn.Linear.desc(out_size=4)
+    assert isinstance(described, ParamDescriber[brainx.nn.Module])
+    assert not isinstance(described, ParamDescriber[brainx.nn.LIF])
+
+
+def test_right_shift_chains_module_calls():
+    rnn, out = brainx.nn.Linear(3, 4), brainx.nn.Linear(4, 2)
+    for x in (jnp.ones((2, 3)), np.ones((2, 3), np.float32)):   # JAX and NumPy inputs
+        np.testing.assert_allclose(x >> rnn >> out, out(rnn(jnp.asarray(x))), rtol=1e-6)
+
+
+def test_rnn_cell_is_a_bare_base_class_to_subclass():
+    class Leaky(brainx.nn.RNNCell):                # braintrace's pattern: __init__(name=None)
+        def __init__(self, n, name=None):
+            super().__init__(name=name)
+            self.n = n
+
+        def init_state(self, batch_size=None, **kwargs):
+            self.h = brainx.HiddenState(jnp.zeros(self.n))
+
+        def update(self, x):
+            self.h.value = 0.5 * self.h.value + x
+            return self.h.value
+
+    cell = brainx.nn.init_all_states(Leaky(3, name="leaky"))
+    hs = [cell(jnp.ones(3)) for _ in range(3)]
+    np.testing.assert_allclose(hs[-1], np.full(3, 1.75))
+    assert isinstance(brainx.nn.GRUCell(2, 3), brainx.nn.RNNCell)
+
+
+def test_linear_takes_a_callable_weight_mask():
+    mask = lambda shape: 1.0 - jnp.eye(*shape)    # no self-connections
+    layer = brainx.nn.Linear(3, 3, w_init=jnp.full((3, 3), 2.0), b_init=None, w_mask=mask)
+    x = jnp.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(layer(x), x @ (jnp.full((3, 3), 2.0) * (1 - jnp.eye(3))))
