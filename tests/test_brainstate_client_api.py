@@ -55,3 +55,23 @@ def test_linear_takes_a_callable_weight_mask():
     layer = brainx.nn.Linear(3, 3, w_init=jnp.full((3, 3), 2.0), b_init=None, w_mask=mask)
     x = jnp.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(layer(x), x @ (jnp.full((3, 3), 2.0) * (1 - jnp.eye(3))))
+
+
+def test_a_state_subclass_may_also_derive_from_a_class_with_a_value_slot():
+    class Array:                                  # brainpy.math.Array's layout
+        __slots__ = ("_value",)
+
+    class Variable(brainx.State, Array):          # brainpy's `Variable(State, Array)`
+        pass
+
+    v = Variable(jnp.array([1.0, 2.0]), name="v")
+
+    @brainx.transform.jit
+    def step(x):
+        v.value = v.value * 2.0 + x
+        return v.value.sum()
+
+    out = step(jnp.ones(2))
+    np.testing.assert_allclose(v.value, [3.0, 5.0])
+    np.testing.assert_allclose(out, 8.0)
+    assert v.name == "v" and "_value" not in v.to_state_ref().get_metadata()

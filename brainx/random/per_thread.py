@@ -26,7 +26,7 @@ from brainx.state.state import State
 
 __all__ = ["PerThreadRandomState"]
 
-_SLOT = State.__dict__["_value"]  # the slot that holds a plain state's value
+_HOME = "_home_key"  # in the state's __dict__: the home thread's key
 
 
 class _Unseeded:
@@ -56,6 +56,9 @@ class PerThreadRandomState(RandomState):
     True
     """
 
+    _bookkeeping_attrs = RandomState._bookkeeping_attrs + (
+        _HOME, "_home", "_local", "_lock", "_forks")  # not copied into snapshots
+
     def __init__(self, seed: int, name: str = "DEFAULT"):
         self._home = threading.get_ident()
         self._local = threading.local()
@@ -66,10 +69,9 @@ class PerThreadRandomState(RandomState):
     @property
     def _value(self) -> Any:
         if threading.get_ident() == self._home:
-            value = _SLOT.__get__(self)
+            value = self.__dict__[_HOME]
             if type(value) is _Unseeded:
-                value = _make_key(value.seed)
-                _SLOT.__set__(self, value)
+                value = self.__dict__[_HOME] = _make_key(value.seed)
             return value
         value = getattr(self._local, "key", None)
         if value is None:
@@ -79,7 +81,7 @@ class PerThreadRandomState(RandomState):
     @_value.setter
     def _value(self, value: Any) -> None:
         if threading.get_ident() == self._home:
-            _SLOT.__set__(self, value)
+            self.__dict__[_HOME] = value
         else:
             self._local.key = value
 
@@ -92,10 +94,9 @@ class PerThreadRandomState(RandomState):
         with self._lock:
             self._forks += 1
             n = self._forks
-            home = _SLOT.__get__(self)
+            home = self.__dict__[_HOME]
             if type(home) is _Unseeded:
-                home = _make_key(home.seed)
-                _SLOT.__set__(self, home)
+                home = self.__dict__[_HOME] = _make_key(home.seed)
         with jax.ensure_compile_time_eval():  # a concrete key, even when first read in a trace
             return jr.fold_in(home, n)
 

@@ -106,7 +106,8 @@ class State(HookableState):
     2
     """
 
-    __slots__ = ("_value", "name", "__weakref__", "__dict__")
+    # No __slots__: a class may derive from State and from a class with slots of its own
+    # (brainpy's ``Variable(State, Array)``, where ``Array.__slots__ = ("_value",)``).
 
     def __init__(self, value: Any, name: Optional[str] = None, **metadata: Any):
         if isinstance(value, StateMetadata):
@@ -430,7 +431,7 @@ class State(HookableState):
 def _copy_fields(source: State, target: State, value: bool = True) -> None:
     target.name = source.name
     target.__dict__.update({k: v for k, v in source.__dict__.items()
-                            if not k.startswith("__brainx")})
+                            if not k.startswith("__brainx") and k not in ("_value", "name")})
     if value:
         target._value = source._value
 

@@ -22,7 +22,7 @@ __all__ = ["TreefyState"]
 
 # Per-instance bookkeeping, not metadata: a rebuilt state gets its own. A State subclass
 # names its own in ``_bookkeeping_attrs`` (RandomState: its backed-up key).
-_NOT_METADATA = ("_level", "_source")
+_NOT_METADATA = ("_level", "_source", "_value", "name")
 
 
 class TreefyState:

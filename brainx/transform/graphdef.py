@@ -79,7 +79,7 @@ _BY_VALUE = (bool, int, str, bytes, type(None), type(Ellipsis))
 _SCALARS = frozenset(_BY_VALUE + (float, complex))
 _PARTIALS = (functools.partial, jax.tree_util.Partial)
 # State attributes that say where and when it was made, not what it computes with.
-_STATE_BOOKKEEPING = frozenset({"_level", "_source", "_hooks"})
+_STATE_BOOKKEEPING = frozenset({"_level", "_source", "_value", "name"})
 
 try:  # brainunit is a dependency, but the key must not fail without it
     from brainunit import Quantity as _Quantity, Unit as _Unit
@@ -223,7 +223,8 @@ class _Walker:
 
     def _state(self, s: State, path: Tuple) -> Hashable:
         metadata = tuple((k, self.node(v, path + ("<metadata>", k)))
-                         for k, v in vars(s).items() if k not in _STATE_BOOKKEEPING)
+                         for k, v in vars(s).items()
+                         if k not in _STATE_BOOKKEEPING and not k.startswith("__brainx"))
         return ("state", _Identity(type(s)), self.node(s.name, path + ("<name>",)), metadata,
                 _value_type(s._value))
 

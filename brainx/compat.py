@@ -1,0 +1,177 @@
+"""Serve ``import brainstate`` with brainx, for a whole stack of libraries at once.
+
+A program that imports brainstate itself switches to brainx by its import
+(``import brainx as brainstate``). Libraries built on brainstate (braintools,
+brainpy's state API, braintrace, braincell) import it in their own files;
+:func:`install_as_brainstate` makes those imports give brainx, the way
+PyMySQL's ``install_as_MySQLdb()`` serves ``import MySQLdb``. Call it once,
+before the libraries are imported:
+
+.. code-block:: python
+
+    import brainx.compat
+    brainx.compat.install_as_brainstate()
+
+    import braintools     # its `import brainstate` is brainx
+
+What it maps:
+
+* ``brainstate`` and its public subpackages (``transform``, ``random``,
+  ``environ``, ``graph``, ``util``, ``nn``, ``mixin``, ``typing``, ``init``,
+  ``optim``, ``surrogate``, ``augment``, ``compile``, ``functional``) to
+  brainx's;
+* private module paths that clients import public names through
+  (``brainstate.transform._make_jaxpr``, ``brainstate.graph._node``, ...): such
+  a module reads its names from the public package above it, so a public name
+  imports and a truly private one fails with ``ImportError`` naming it;
+* ``brainstate._state`` to ``brainx.state``, ``brainstate._error`` to
+  ``brainx.errors``, brainstate's private hook modules to brainx's, and
+  ``brainstate._compatible_import`` (JAX names brainstate re-exports:
+  ``Primitive``, ``ClosedJaxpr``, ``safe_zip``, ``get_aval``, ...) to JAX's
+  own.
+
+Limits: brainstate internals that brainx does not have (its jaxpr IR passes,
+``TRACE_CONTEXT``, graph-definition internals) are not there; see
+``docs/brainstate-compat.md``. It refuses to run when the real brainstate is
+already imported, since objects of both would then mix.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import types
+from typing import Any
+
+__all__ = ["install_as_brainstate", "installed_as_brainstate"]
+
+#: brainstate's public subpackages, served by the brainx module of the same name.
+SUBPACKAGES = ("transform", "random", "environ", "graph", "util", "nn", "typing", "mixin",
+               "augment", "compile", "functional", "init", "optim", "surrogate")
+
+#: brainstate's private modules that hold public names, and where brainx keeps them.
+PRIVATE_MODULES = {
+    "_state": "brainx.state",
+    "_error": "brainx.errors",
+    "_state_hook_core": "brainx.state.hooks",
+    "_state_hook_context": "brainx.state.hooks",
+    "_state_hook_manager": "brainx.state.hook_manager",
+    "_state_global_hooks": "brainx.state.global_hooks",
+}
+
+
+def installed_as_brainstate() -> bool:
+    """Whether ``import brainstate`` gives brainx (:func:`install_as_brainstate` ran)."""
+    import brainx
+    return sys.modules.get("brainstate") is brainx
+
+
+def install_as_brainstate() -> None:
+    """Make ``import brainstate`` (and its submodules) give brainx, in this process.
+
+    Call it before importing the libraries that import brainstate. Calling it
+    again does nothing.
+
+    Raises
+    ------
+    RuntimeError
+        If the real brainstate is imported already: its states and brainx's
+        would mix. Call this first thing, or do not import brainstate.
+
+    Examples
+    --------
+    (Not run here: it changes the process's imports for good.)
+
+    >>> import brainx, brainx.compat
+    >>> brainx.compat.install_as_brainstate()                         # doctest: +SKIP
+    >>> import brainstate                                             # doctest: +SKIP
+    >>> brainstate is brainx, brainstate.transform is brainx.transform  # doctest: +SKIP
+    (True, True)
+    >>> from brainstate.transform._make_jaxpr import StatefulFunction   # doctest: +SKIP
+    >>> StatefulFunction is brainx.transform.StatefulFunction          # doctest: +SKIP
+    True
+    """
+    import brainx
+
+    present = sys.modules.get("brainstate")
+    if present is brainx:
+        return
+    if present is not None:
+        raise RuntimeError(
+            "install_as_brainstate: the real brainstate is imported already "
+            f"({getattr(present, '__file__', present)!r}); objects of both would mix. Call "
+            "brainx.compat.install_as_brainstate() before anything imports brainstate.")
+    sys.modules["brainstate"] = brainx
+    for name in SUBPACKAGES:
+        try:
+            module = importlib.import_module("brainx." + name)
+        except ImportError:
+            module = getattr(brainx, name, None)
+        if module is not None:
+            sys.modules["brainstate." + name] = module
+    for private, public in PRIVATE_MODULES.items():
+        sys.modules["brainstate." + private] = _forwarding("brainstate." + private,
+                                                          importlib.import_module(public))
+    sys.modules["brainstate._compatible_import"] = _jax_names()
+    sys.meta_path.append(_PrivateToPublic())
+
+
+def _forwarding(private_name: str, public: types.ModuleType) -> types.ModuleType:
+    """A module named ``private_name`` whose attributes are ``public``'s."""
+    module = types.ModuleType(private_name)
+
+    def forward(name: str) -> Any:
+        try:
+            return getattr(public, name)
+        except AttributeError:
+            raise AttributeError(
+                f"module {private_name!r} has no attribute {name!r}: brainx serves brainstate's "
+                f"private modules with the public names of {public.__name__}, and this one is "
+                "not among them (see docs/brainstate-compat.md).") from None
+
+    module.__getattr__ = forward  # type: ignore[attr-defined]
+    return module
+
+
+def _jax_names() -> types.ModuleType:
+    """``brainstate._compatible_import``: the JAX names brainstate re-exports, from JAX."""
+    module = types.ModuleType("brainstate._compatible_import")
+
+    def find(name: str) -> Any:
+        import jax.core
+        import jax.extend.core
+        from jax._src import core, linear_util, util
+        for where in (jax.extend.core, jax.core, core, util, linear_util):
+            if hasattr(where, name):
+                return getattr(where, name)
+        if name == "get_backend":
+            from jax.extend.backend import get_backend
+            return get_backend
+        raise AttributeError(f"brainstate._compatible_import has no {name!r} in this JAX.")
+
+    module.__getattr__ = find  # type: ignore[attr-defined]
+    return module
+
+
+class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``brainstate.<pkg>._<private>`` reads its names from brainx's public ``<pkg>``."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None):
+        # ("brainx." too: `from brainstate.graph import _walk` asks for brainx.graph._walk)
+        parent, _, last = name.rpartition(".")
+        if not (name.startswith(("brainstate.", "brainx.")) and last.startswith("_")
+                and installed_as_brainstate()):
+            return None
+        spec = getattr(sys.modules.get(parent), "__spec__", None)
+        if spec is not None and spec.loader is self:  # inside a served module: a missing name
+            return None
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        public = importlib.import_module(module.__name__.rsplit(".", 1)[0])
+        module.__getattr__ = _forwarding(module.__name__, public).__getattr__  # type: ignore
