@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional
 import jax
 import numpy as np
 
-from . import dtypes
+from . import dtypes, reads
 from .env_state import GLOBAL_ENV, EnvironmentState, resolve
 from .keys import DEFAULT_PRECISION, DT, GLOBAL_ONLY, HOST_DEVICE_COUNT, PLATFORM, PRECISION
 from .platform import get_host_device_count, get_platform, set_host_device_count, set_platform
@@ -48,6 +48,8 @@ def _validate(key: Hashable, value: Any) -> Any:
 
 def _changed(env: EnvironmentState, key: Hashable, value: Any) -> None:
     """Tell JAX (global precision) and the registered behaviour that ``key`` is now ``value``."""
+    if env is GLOBAL_ENV:
+        reads.changed()  # compiled functions that read settings compare them on their next call
     if key == PRECISION and env is GLOBAL_ENV:
         dtypes.apply_to_jax(value)
     behavior = env.functions.get(key)
@@ -116,6 +118,8 @@ def pop(key: Hashable, default: Any = _MISSING, *,
     if depth:
         raise ValueError(f"Cannot pop {key!r}: it is active in a context ({depth} context(s) "
                          "open in this thread override it). Pop it after the `with` block.")
+    if env is GLOBAL_ENV:
+        reads.changed()
     with env.locks[key]:
         if default is _MISSING and key not in env.settings:
             raise KeyError(f"{key!r} not found in the environment, so it cannot be popped. "
@@ -137,22 +141,36 @@ def get(key: Hashable, default: Any = _MISSING, desc: Optional[str] = None, *,
     if key == HOST_DEVICE_COUNT:
         return get_host_device_count()
     env = resolve(env)
-    stack = env.contexts.get(key)
-    if stack:
-        return stack[-1]
-    try:
-        return env.settings[key]
-    except KeyError:
-        if default is not _MISSING:
-            return default
-        if key in _DEFAULTS:
-            return _DEFAULTS[key]
+    value = _lookup(env, key)
+    if env is GLOBAL_ENV and reads._RECORDERS.stack:  # a trace in progress depends on it
+        reads.record(key, reads._NOT_SET if value is _UNSET else value)
+    if value is not _UNSET:
+        return value
+    if default is not _MISSING:
+        return default
     hint = f" ({desc})" if desc else ""
     example = "0.1 * u.ms" if key == DT else "value"
     raise KeyError(
         f"{key!r}{hint} not found in the environment: it is not set. Set it globally with "
         f"brainx.environ.set({key}={example}) or locally with "
         f"`with brainx.environ.context({key}={example}):`.") from None
+
+
+def _lookup(env: EnvironmentState, key: Hashable) -> Any:
+    """The value of ``key`` (innermost context, then ``set``, then the defaults), or ``_UNSET``."""
+    stack = env.contexts.get(key)
+    if stack:
+        return stack[-1]
+    value = env.settings.get(key, _UNSET)
+    if value is _UNSET:
+        value = _DEFAULTS.get(key, _UNSET)
+    return value
+
+
+def current_setting(key: Hashable) -> Any:
+    """What a read of ``key`` in the global environment sees now, as :mod:`reads` records it."""
+    value = _lookup(GLOBAL_ENV, key)
+    return reads._NOT_SET if value is _UNSET else value
 
 
 def all(*, env: Optional[EnvironmentState] = None) -> Dict[Hashable, Any]:
@@ -163,6 +181,9 @@ def all(*, env: Optional[EnvironmentState] = None) -> Dict[Hashable, Any]:
     for key, stack in env.contexts.items():
         if stack:
             out[key] = stack[-1]
+    if env is GLOBAL_ENV and reads._RECORDERS.stack:
+        for key, value in out.items():
+            reads.record(key, value)
     return out
 
 
@@ -184,6 +205,8 @@ def reset(*, env: Optional[EnvironmentState] = None) -> None:
     >>> environ.set(**saved)   # put back what was set before
     """
     env = resolve(env)
+    if env is GLOBAL_ENV:
+        reads.changed()
     env.settings.clear()
     env.functions.clear()
     env.locks.clear()
@@ -230,6 +253,8 @@ def context(*, env: Optional[EnvironmentState] = None,
                 _changed(env, key, value)
         yield all(env=env)
     finally:
+        if pushed and env is GLOBAL_ENV:
+            reads.changed()  # the block's values are gone, set or not before it
         for key in reversed(pushed):
             with env.locks[key]:
                 stacks[key].pop()

@@ -23,10 +23,11 @@ entry has no trace for (``jax.jit`` traces the pure function, which raises
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from jax._src import config as _config
 
+from brainx.environ.reads import VERSION
 from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
 from brainx.transform.core.jaxpr_builder import CONCRETE_TYPES
@@ -40,7 +41,8 @@ __all__ = ["MAX_UNROLLED", "make_fast_call"]
 #: call, which matters more than 2 % of each later one.
 MAX_UNROLLED = 512
 
-_GLOBALS = {"_EPOCH": _EPOCH, "_THREAD": _THREAD, "DISABLE_JIT": _config.disable_jit,
+_GLOBALS = {"_EPOCH": _EPOCH, "_ENV": VERSION, "_THREAD": _THREAD,
+            "DISABLE_JIT": _config.disable_jit,
             "CONCRETE_TYPES": CONCRETE_TYPES, "RetraceNeeded": RetraceNeeded}
 
 _TEMPLATE = '''\
@@ -48,6 +50,8 @@ def fast_call(*args, **kwargs):
     if DISABLE_JIT.value:
         return fun(*args, **kwargs)
     if _EPOCH[0] != epoch or _THREAD.frames:
+        return slow(args, kwargs, False)
+    if _ENV[0] != env_version[0] and not settings_hold():  # a setting it read changed
         return slow(args, kwargs, False)
     try:
 {reads}
@@ -67,7 +71,9 @@ def fast_call(*args, **kwargs):
 def make_fast_call(jitted: Callable, refs: Sequence[Callable[[], Any]],
                    write_positions: Sequence[int], *, plain: bool, epoch: int,
                    fun: Callable, slow: Callable[[tuple, dict, bool], Any],
-                   write_back: Callable[[list], None], owner: Any) -> Callable:
+                   write_back: Callable[[list], None], owner: Any,
+                   env_version: Optional[Sequence[int]] = None,
+                   settings_hold: Optional[Callable[[], bool]] = None) -> Callable:
     """``fast_call(*args, **kwargs)``: read the states, call ``jitted``, write back.
 
     Parameters
@@ -83,6 +89,14 @@ def make_fast_call(jitted: Callable, refs: Sequence[Callable[[], Any]],
         another pytree) every call writes back through ``write_back``.
     epoch : int
         ``brainx.state`` structure epoch the entry was made in.
+    env_version : list of one int
+        The ``brainx.environ`` settings version the entry's traces hold at
+        (read in place: the owner moves it when the settings still hold);
+        another version goes to ``slow``, which compares the settings read.
+        ``None``: settings are not checked.
+    settings_hold : callable, optional
+        Called when the version moved: ``True`` if the settings read still
+        hold (it moves ``env_version``), and the call goes on here.
     fun : callable
         The user's function, called as it is under ``jax.disable_jit()``.
     slow : callable
@@ -127,7 +141,9 @@ def make_fast_call(jitted: Callable, refs: Sequence[Callable[[], Any]],
             writes += [f"    s{i}._value = new[{k}]" for k, i in enumerate(write_positions)]
     source = _TEMPLATE.format(reads="\n".join(reads), writes="\n".join(writes))
     namespace = dict(_GLOBALS, jitted=jitted, refs=list(refs), write_positions=list(write_positions),
-                     epoch=epoch, fun=fun, slow=slow, write_back=write_back, owner=owner)
+                     epoch=epoch, fun=fun, slow=slow, write_back=write_back, owner=owner,
+                     env_version=VERSION if env_version is None else env_version,
+                     settings_hold=settings_hold)
     namespace.update((f"r{i}", r) for i, r in enumerate(refs))
     exec(compile(source, "<brainx.transform.jit fast call>", "exec"), namespace)
     return namespace["fast_call"]

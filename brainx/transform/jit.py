@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
 
+from brainx.environ import reads as env_reads
 from brainx.state.state import _EPOCH, State
 from brainx.util.filter import to_predicate
 from brainx.transform.core.bound import bind_to_instance
@@ -30,6 +31,9 @@ class JittedFunction:
 
     #: Static keys kept per function (the oldest is dropped first), as JAX bounds its caches.
     max_entries = 512
+    #: Entries kept per static key for other values of the settings they read (``fit=True``
+    #: and ``fit=False``, say), so switching back compiles nothing.
+    max_parked = 8
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
                  _sharing: Optional[InstanceSharing] = None, name: Optional[str] = None,
@@ -54,6 +58,7 @@ class JittedFunction:
         self._donate = self._pure_donate_argnums(
             normalize_argnums(fun, donate_argnums, "donate_argnums"))
         self._entries: Dict[Hashable, JitEntry] = {}
+        self._parked: Dict[Hashable, list] = {}  # entries traced under other settings
         self._has_statics = bool(self.stateful.static_argnums or self.stateful.static_argnames)
         self._dispatch = self._general_call
         functools.update_wrapper(self, fun, updated=())
@@ -78,6 +83,9 @@ class JittedFunction:
         holds the union of what is still valid and the new trace.
         """
         entry = self._entries.get(key)
+        if entry is not None and not entry.settings_hold():  # traced under other settings
+            self._park(key, entry)
+            entry = None
         sharing = self._sharing if entry is None else None
         if sharing is not None:  # an instance's first call: another instance may have traced it
             shared = sharing.entry(self, self.fun.__self__, key, dyn_args, dyn_kwargs)
@@ -99,6 +107,23 @@ class JittedFunction:
         valid = entry is not None and entry.epoch == _EPOCH[0] and entry.values() is not None
         return self._file(key, JitEntry(self, [sig], previous=entry if valid else None))
 
+    def _park(self, key, entry: JitEntry) -> None:
+        """Set aside an entry traced under other settings (``brainx.environ``) for when they return."""
+        self._entries.pop(key, None)
+        parked = self._parked.setdefault(key, [])
+        if entry not in parked:
+            parked.append(entry)
+        del parked[:-self.max_parked]
+
+    def _unpark(self, key) -> Optional[JitEntry]:
+        """The set-aside entry of ``key`` traced under the current settings, filed again (or ``None``)."""
+        for entry in self._parked.get(key, ()):
+            if (entry.epoch == _EPOCH[0] and all(r() is not None for r in entry.refs)
+                    and entry.settings_hold()):
+                self._parked[key].remove(entry)
+                return self._file(key, entry)
+        return None
+
     def _file(self, key, entry: JitEntry) -> JitEntry:
         entries = self._entries
         entries.pop(key, None)
@@ -116,6 +141,7 @@ class JittedFunction:
             write_refs = entry.write_refs
             entry.fast = make_fast_call(
                 entry.jitted, entry.refs, entry.n_written, plain=entry.plain, epoch=entry.epoch,
+                env_version=entry.env_version, settings_hold=entry.settings_hold,
                 fun=self.fun, owner=self.stateful,
                 slow=lambda args, kwargs, traced: self._call(key, args, kwargs, traced),
                 write_back=lambda new: write_state_values([r() for r in write_refs], new))
@@ -135,6 +161,7 @@ class JittedFunction:
     def clear_cache(self) -> None:
         """Forget every trace and compiled function."""
         self._entries.clear()
+        self._parked.clear()
         self._dispatch = self._general_call
         self.stateful.clear_cache()
         self.__dict__.pop("_pure_jitted", None)
@@ -201,8 +228,13 @@ class JittedFunction:
         """``(entry, use(entry, dyn_args, dyn_kwargs))``, tracing once more if the entry lacks these types."""
         def current():
             entry = self._entries.get(key)
+            if entry is not None and not entry.settings_hold():  # a setting it read changed
+                self._park(key, entry)
+                entry = self._unpark(key)
             if entry is None or entry.epoch != _EPOCH[0] or entry.values() is None:
                 entry = self._trace(key, dyn_args, dyn_kwargs)
+            if env_reads._RECORDERS.stack:  # an enclosing trace depends on what it read too
+                env_reads.replay(entry.env_reads)
             return entry
 
 
@@ -338,7 +370,9 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
     rebound (``net.h = HiddenState(...)``, ``net.cur = net.buf_b``) and when
     a state hook is registered, removed, enabled or disabled; if the new trace
     computes what the old one did on the same states, the compiled function
-    is kept. A State swapped inside a plain object or container while the old
+    is kept. It also traces again when a setting it read
+    (``brainx.environ``: ``dt``, ``fit``, ...) has another value; the
+    compiled function for the old values is kept for when they return. A State swapped inside a plain object or container while the old
     one stays alive is not seen: call ``brainx.state.structure_changed()`` or
     ``clear_cache()`` after such a swap. Creating states costs nothing.
 

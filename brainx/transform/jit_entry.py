@@ -22,6 +22,8 @@ import jax
 
 from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
+from brainx.environ import reads as env_reads
+from brainx.environ.settings import current_setting
 from brainx.random.state import DEFAULT_SOURCE
 from brainx.state.refs import StateRef
 from brainx.transform.graphdef import GraphDefinition, graph_definition
@@ -55,7 +57,8 @@ class JitEntry:
     """
 
     __slots__ = ("plans", "index", "write_pos", "refs", "write_refs", "n_written", "jitted",
-                 "epoch", "static", "stateful", "shared", "plain", "fast", "__weakref__")
+                 "epoch", "static", "stateful", "shared", "plain", "fast", "env_reads",
+                 "env_version", "__weakref__")
 
     def __init__(self, owner: Any, sigs: Sequence[StateSignature],
                  previous: Optional["JitEntry"] = None, jitted: Optional[Callable] = None):
@@ -73,6 +76,10 @@ class JitEntry:
         states, write_states = tuple(index), tuple(written)
         self.stateful = owner.stateful
         self.epoch = _EPOCH[0]
+        # The settings (brainx.environ) its traces read; env_version[0]: the settings version
+        # they were last found unchanged at (a list: the generated fast call reads it in place).
+        self.env_reads: Dict[Any, Any] = {}
+        self.env_version = [env_reads.VERSION[0]]
         self.fast: Optional[Callable] = None  # set by the owner (see transform/fast_call.py)
         this = weakref.ref(self)
 
@@ -90,6 +97,7 @@ class JitEntry:
         self.plans: List[tuple] = []  # (trace, positions, write positions), newest last
         if previous is not None:
             for trace, local, own in previous.plans:
+                self.env_reads.update(trace.env_reads)
                 self.plans.append((trace, tuple(index[old_states[i]] for i in local),
                                    tuple(self.write_pos[id(old_written[k])] for k in own)))
         for sig in sigs:
@@ -132,10 +140,26 @@ class JitEntry:
                 or not jaxprs_equal(old.jaxpr, old.consts, new.jaxpr, new.consts)):
             return False
         self.epoch = _EPOCH[0]
+        self.env_reads = dict(new.env_reads)
+        self.env_version[0] = env_reads.VERSION[0]
+        return True
+
+    def settings_hold(self) -> bool:
+        """Whether the settings its traces read still have the values they read.
+
+        Cheap when no setting changed at all; otherwise the settings read are
+        compared, and on a match the entry is current again.
+        """
+        if self.env_version[0] == env_reads.VERSION[0]:
+            return True
+        if not env_reads.unchanged(self.env_reads, current_setting):
+            return False
+        self.env_version[0] = env_reads.VERSION[0]
         return True
 
     def add(self, sig: StateSignature) -> None:
         """Keep one more trace (see :meth:`fits`)."""
+        self.env_reads.update(sig.trace.env_reads)
         self.plans.append((sig.trace, tuple(self.index[id(s)] for s in sig.states),
                            tuple(self.write_pos[id(s)] for s in sig.write_states)))
         # Every written value is one array: then the outputs of a call are all concrete
@@ -242,8 +266,9 @@ class InstanceSharing:
             return None
         tkey = self._key(graph, key, dyn_args, dyn_kwargs)
         template = self._templates.get(tkey) if tkey is not None else None
-        if template is None:
-            return None
+        if template is None or not env_reads.unchanged(dict(template.sig_trace.env_reads),
+                                                        current_setting):
+            return None  # none, or traced under other settings (brainx.environ)
         sig = template.signature_for(graph)
         if sig is None:
             return None

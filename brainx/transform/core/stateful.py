@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 import jax
 from jax.core import Tracer
 
+from brainx.environ import reads as env_reads
 from brainx.errors import StateTypeError, TracerLeakError
 from brainx.state.state import State
 from brainx.state.trace import TransformScope
@@ -96,6 +97,8 @@ class JaxprTrace:
     # For each input state whose value had leaves JAX cannot trace (a string): its tree
     # structure and those leaves, which the trace baked in (None: all leaves are arrays).
     input_statics: Tuple[Any, ...] = ()
+    # The global settings (brainx.environ) the trace read, and the values it baked in.
+    env_reads: Tuple[Tuple[Any, Any], ...] = ()
 
     def flat_inputs(self, state_values: Sequence[Any], arg_leaves: Sequence[Any],
                     exact: bool = False):
@@ -392,11 +395,13 @@ class StatefulFunction(StatefulFunctionAPI):
             flat_new = [x for spec, v in zip(specs, new_values) for x in spec.arrays(v)]
             return out_leaves + flat_new
 
-        jaxpr, consts = trace_to_jaxpr(traced, in_avals, self.name)
+        with env_reads.recording() as settings:
+            jaxpr, consts = trace_to_jaxpr(traced, in_avals, self.name)
         trace = JaxprTrace(jaxpr=jaxpr, consts=consts, arg_mask=arg_mask,
                            in_avals=tuple(v.aval for v in jaxpr.invars), inputs=found["inputs"],
                            out_tree=found["out_tree"], written_specs=found["specs"],
-                           input_statics=found["input_statics"])
+                           input_statics=found["input_statics"],
+                           env_reads=env_reads.snapshot(settings))
         return StateSignature(states=found["states"], written=found["written"],
                               read=found["read"], trace=trace)
 

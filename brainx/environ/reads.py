@@ -1,0 +1,110 @@
+"""Which settings a trace read, and whether they changed since: environ in the trace caches.
+
+A model reads settings while it is traced (``dt``, ``fit``, the precision):
+the values are baked into the jaxpr like any Python value. A compiled function
+must therefore be traced again when a setting it read changes (a dropout layer
+traced under ``context(fit=True)`` must not run as in training under
+``context(fit=False)``). Two pieces make that cheap:
+
+* :data:`VERSION` grows whenever a global setting may have changed (``set``,
+  ``pop``, ``reset``, a ``context`` entered or left), so a compiled call tests
+  one integer to know that nothing changed;
+* :func:`recording` collects the settings a trace reads (``get`` and the
+  functions built on it report each read), so when :data:`VERSION` moved, a
+  cache compares just those settings with their current values.
+
+Only the global environment is tracked; an ``EnvironmentState`` passed as
+``env=`` is the program's own object, read like any Python value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+import threading
+from typing import Any, Dict, Hashable, Iterator, Mapping, Tuple
+
+import numpy as np
+
+__all__ = ["VERSION", "changed", "recording", "record", "replay", "unchanged"]
+
+#: Grows whenever a global setting may have changed (compared by compiled calls).
+VERSION = [0]
+
+_NOT_SET = ("<not set>",)  # what a read of an unset key saw
+
+
+class _Recorders(threading.local):
+    def __init__(self):
+        self.stack: list = []  # one dict per trace in progress in this thread, innermost last
+
+
+_RECORDERS = _Recorders()
+
+
+def changed() -> None:
+    """A global setting may have changed: compiled functions compare what they read."""
+    VERSION[0] += 1
+
+
+def record(key: Hashable, value: Any) -> None:
+    """A trace in progress read ``key`` and saw ``value`` (``_NOT_SET`` for an unset key)."""
+    for reads in _RECORDERS.stack:
+        reads.setdefault(key, value)
+
+
+def replay(reads: Mapping[Hashable, Any]) -> None:
+    """Report the reads of a trace that is reused inside a trace in progress."""
+    for key, value in reads.items():
+        record(key, value)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Dict[Hashable, Any]]:
+    """Collect, in the yielded dict, the settings read (in this thread) inside the block.
+
+    Examples
+    --------
+    >>> from brainx import environ
+    >>> from brainx.environ.reads import recording
+    >>> with environ.context(fit=True), recording() as reads:
+    ...     _ = environ.get("fit")
+    >>> reads
+    {'fit': True}
+    """
+    reads: Dict[Hashable, Any] = {}
+    _RECORDERS.stack.append(reads)
+    try:
+        yield reads
+    finally:
+        _RECORDERS.stack.pop()
+
+
+def unchanged(reads: Mapping[Hashable, Any], current: Any) -> bool:
+    """Whether every setting in ``reads`` still has the value read (``current(key)`` gives it now)."""
+    return all(same_setting(value, current(key)) for key, value in reads.items())
+
+
+def same_setting(a: Any, b: Any) -> bool:
+    """Equal settings: the same object, or equal type and value (floats by bits, arrays by content)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    if isinstance(a, (bool, int, str, bytes, tuple, type(None))):
+        return a == b
+    unit = getattr(a, "unit", None)
+    if unit is not None and hasattr(a, "mantissa"):  # a brainunit Quantity
+        return unit == b.unit and same_setting(a.mantissa, b.mantissa)
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except Exception:
+        return False
+    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+def snapshot(reads: Mapping[Hashable, Any]) -> Tuple[Tuple[Hashable, Any], ...]:
+    """``reads`` as a tuple (what a trace keeps)."""
+    return tuple(reads.items())

@@ -1,0 +1,123 @@
+"""``jit`` traces again when a setting (``brainx.environ``) the function read has changed.
+
+A setting read while tracing is baked into the compiled function like any Python value; the
+cache compares the settings a trace read with their current values (plain JAX has no settings:
+the reference here is the same function run eagerly under the same settings).
+"""
+
+import jax.numpy as jnp
+import numpy as np
+from jax import monitoring
+
+import brainx
+from brainx import transform
+
+_COMPILES = [0]
+
+
+def _count(name, duration, **kwargs):
+    if name == "/jax/core/compile/backend_compile_duration":
+        _COMPILES[0] += 1
+
+
+monitoring.register_event_duration_secs_listener(_count)
+
+
+def test_dropout_follows_the_fit_flag_under_jit():
+    drop = brainx.nn.Dropout(0.5)
+    step = transform.jit(lambda x: drop(x))
+    x = jnp.ones(64)
+    with brainx.environ.context(fit=True):
+        trained = step(x)
+    assert set(np.unique(np.asarray(trained)).tolist()) <= {0.0, 2.0} and (trained == 0).any()
+    with brainx.environ.context(fit=False):
+        np.testing.assert_array_equal(step(x), x)      # evaluation: the identity, as eagerly
+    before, outs = _COMPILES[0], []
+    for fit in (True, False, True, False):             # switching back compiles nothing
+        with brainx.environ.context(fit=fit):
+            outs.append(step(x))
+    assert _COMPILES[0] == before
+    for fit, out in zip((True, False, True, False), outs):
+        assert (np.asarray(out) == 0).any() if fit else (np.asarray(out) == 1).all()
+
+
+def test_a_new_dt_retraces_a_decay_step():
+    h = brainx.HiddenState(jnp.ones(3))
+    tau = 10.0
+
+    @transform.jit
+    def decay():
+        h.value = h.value * jnp.exp(-brainx.environ.get_dt() / tau)
+        return h.value
+
+    with brainx.environ.context(dt=1.0):
+        decay()
+    with brainx.environ.context(dt=2.0):
+        decay()
+    np.testing.assert_allclose(h.value, np.full(3, np.exp(-0.1) * np.exp(-0.2)), rtol=1e-6)
+
+
+def test_settings_the_function_does_not_read_cost_no_trace():
+    traces = []
+    h = brainx.HiddenState(jnp.zeros(2))
+
+    @transform.jit
+    def step(x):
+        traces.append(1)
+        h.value = h.value + x
+        return h.value
+
+    step(jnp.ones(2))
+    for i in range(5):
+        with brainx.environ.context(i=i, trial="a"):
+            step(jnp.ones(2))
+    brainx.environ.set(unrelated_setting=3)
+    try:
+        step(jnp.ones(2))
+    finally:
+        brainx.environ.pop("unrelated_setting")
+    assert len(traces) == 1
+    np.testing.assert_allclose(h.value, np.full(2, 7.0))
+
+
+def test_an_enclosing_jit_sees_the_settings_of_a_jitted_function_it_calls():
+    drop = brainx.nn.Dropout(0.5)
+    inner = transform.jit(lambda x: drop(x))
+    outer = transform.jit(lambda x: inner(x) * 1.0)
+    x = jnp.ones(32)
+    with brainx.environ.context(fit=True):
+        inner(x)                                      # inner's trace, reused inside outer's
+        assert (outer(x) == 0).any()
+    with brainx.environ.context(fit=False):
+        np.testing.assert_array_equal(outer(x), x)
+
+
+def test_instances_do_not_share_a_trace_made_under_other_settings():
+    class Net(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = brainx.nn.Dropout(0.5)
+
+        @transform.jit
+        def step(self, x):
+            return self.drop(x)
+
+    x = jnp.ones(32)
+    with brainx.environ.context(fit=True):
+        assert (Net().step(x) == 0).any()
+    with brainx.environ.context(fit=False):
+        np.testing.assert_array_equal(Net().step(x), x)   # a new instance, other settings
+
+
+def test_an_eager_for_loop_follows_the_settings():
+    h = brainx.HiddenState(jnp.zeros(()))
+
+    def body(i):
+        h.value = h.value + brainx.environ.get_dt()
+        return h.value
+
+    with brainx.environ.context(dt=0.5):
+        transform.for_loop(body, jnp.arange(4))
+    with brainx.environ.context(dt=0.25):
+        out = transform.for_loop(body, jnp.arange(4))
+    np.testing.assert_allclose(out, 2.0 + 0.25 * np.arange(1, 5))
