@@ -121,3 +121,16 @@ def test_an_eager_for_loop_follows_the_settings():
     with brainx.environ.context(dt=0.25):
         out = transform.for_loop(body, jnp.arange(4))
     np.testing.assert_allclose(out, 2.0 + 0.25 * np.arange(1, 5))
+
+
+def test_brainstate_s_make_jaxpr_cache_follows_the_settings():
+    drop = brainx.nn.Dropout(0.5)
+    sf = transform.StatefulFunction(lambda x: drop(x))
+    x = jnp.ones(8)
+    with brainx.environ.context(fit=True):
+        sf.make_jaxpr(x)
+        training = sf.get_jaxpr(x)
+    with brainx.environ.context(fit=False):
+        evaluation = sf.get_jaxpr(x)           # traced again: the cached one dropped units
+    assert evaluation is not training
+    assert len(evaluation.jaxpr.eqns) < len(training.jaxpr.eqns)

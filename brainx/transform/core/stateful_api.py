@@ -19,6 +19,8 @@ from typing import Any, Dict, Hashable, Sequence, Tuple
 
 import jax
 
+from brainx.environ import reads as env_reads
+from brainx.environ.settings import current_setting
 from brainx.state.refs import StateRef
 from brainx.state.state import _EPOCH, State
 from brainx.state.trace import StateTraceStack
@@ -131,9 +133,13 @@ class StatefulFunctionAPI:
 
     def _fits(self, sig, cache_key: Hashable, args: tuple, kwargs: dict) -> bool:
         """Whether ``sig``'s trace still holds: no module's states were rebound since it was
-        made (``structure_changed``: the function may reach other states now), and the
-        states' current values (and these arguments) have the trace's types."""
+        made (``structure_changed``: the function may reach other states now), the
+        settings it read (``brainx.environ``) are unchanged, and the states' current
+        values (and these arguments) have the trace's types."""
         if self._epochs.get(cache_key) != _EPOCH[0]:
+            return False
+        if sig.trace.env_reads and not env_reads.unchanged(dict(sig.trace.env_reads),
+                                                           current_setting):
             return False
         _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
         return sig.trace.flat_inputs(peek_state_values(sig.states),
