@@ -7,6 +7,7 @@ from typing import TypeVar, Union, get_args
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import brainx
 from brainx.mixin import ParamDescriber
@@ -75,3 +76,58 @@ def test_a_state_subclass_may_also_derive_from_a_class_with_a_value_slot():
     np.testing.assert_allclose(v.value, [3.0, 5.0])
     np.testing.assert_allclose(out, 8.0)
     assert v.name == "v" and "_value" not in v.to_state_ref().get_metadata()
+
+
+def test_a_subclass_keeping_its_value_in_a_slot_works_through_brainstate_s_protocol():
+    from brainx.state import record_state_value_read, record_state_value_write
+
+    class Array:
+        __slots__ = ("_value",)
+
+    class Variable(brainx.State, Array):          # brainpy's protocol, as its Variable does
+        @property
+        def value(self):
+            record_state_value_read(self)
+            return self._read_value()
+
+        @value.setter
+        def value(self, v):
+            self._check_value_tree(v)
+            record_state_value_write(self)
+            self._write_value(v)
+
+    v = Variable(jnp.array([1.0, 2.0]))
+    w = brainx.ParamState(jnp.array([0.5, 0.5]))
+
+    @brainx.transform.jit
+    def step(x):
+        v.value = v.value * w.value + x
+        return v.value.sum()
+
+    np.testing.assert_allclose(step(jnp.ones(2)), (np.array([1.0, 2.0]) * 0.5 + 1).sum())
+    np.testing.assert_allclose(v.value, [1.5, 2.0])
+    g = brainx.transform.grad(lambda: (v.value * w.value).sum(), grad_states=w)()
+    np.testing.assert_allclose(g, v.value)        # the value read inside the trace is traced
+    with pytest.raises(brainx.StateTypeError):
+        with brainx.state.check_state_value_tree():
+            v.value = jnp.ones(3)
+
+
+def test_transforms_given_brainstate_s_missing_return_a_decorator():
+    from brainx.typing import Missing
+
+    h = brainx.HiddenState(jnp.zeros(2))
+    for transform in (brainx.transform.jit, brainx.transform.checkpoint):
+        decorate = transform(Missing())                     # brainpy's cls_jit passes this on
+        step = decorate(lambda x: h.value + x)
+        np.testing.assert_allclose(step(jnp.ones(2)), np.ones(2))
+
+
+def test_jaxpr_to_python_code_reads_like_the_jaxpr():
+    import jax
+    closed = jax.make_jaxpr(lambda x, y: jnp.exp(-x) * y)(1.0, 2.0)
+    code = brainx.transform.jaxpr_to_python_code(closed, "decay")
+    lines = code.splitlines()
+    assert lines[0] == "def decay(a, b):" and lines[-1].startswith("    return ")
+    assert [line.split("lax.")[1].split("(")[0] for line in lines[1:-1]] == [
+        e.primitive.name for e in closed.jaxpr.eqns]

@@ -22,6 +22,7 @@ from brainx.state.state import (
 from brainx.state.trace import (
     NewStateCatcher, StateCatcher, StateTraceStack, active_traces, catch_new_states,
 )
+from brainx.state.subclassing import record_state_value_read, record_state_value_write
 from brainx.state.treefy import TreefyState
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
     "structure_epoch", "structure_changed", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "maybe_state", "check_state_value_tree", "TraceContextError", "NonBatchState",
     "StateMetadata", "check_state_jax_tracer", "FakeState", "NewStateCatcher", "StateDictManager",
-    "TreefyState",
+    "TreefyState", "record_state_value_read", "record_state_value_write",
     # state hooks
     "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
     "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",

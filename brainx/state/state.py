@@ -20,6 +20,7 @@ from brainx.state.trace import _THREAD, _notify_created, visible_value
 from brainx.state.tracer_guard import (
     _check_not_state, admit_first_value, check_no_tracer, expire_if_traced,
 )
+from brainx.state.subclassing import ValueProtocol, bind as bind_value_protocol
 from brainx.state.treefy import TreefyState
 from brainx.state.values import (
     NO_UNIT_TYPES, _ARRAY_TYPES, _Expired, check_unit_kept, describe_value,
@@ -73,7 +74,7 @@ def structure_changed() -> None:
 watch_hook_changes(structure_changed)
 
 
-class State(HookableState):
+class State(HookableState, ValueProtocol):
     """A mutable value that the stateful transforms thread through JAX.
 
     ``State.value`` may hold any pytree of arrays, brainunit Quantities
@@ -538,6 +539,9 @@ def _check_same_tree(state: State, value: Any) -> None:
             f"{state!r} was written with a value of another structure or shape "
             f"({describe_value(value)}) inside check_state_value_tree(). Write a value of the "
             "same tree and shapes, or leave the check off.")
+
+
+bind_value_protocol(State.__dict__["value"], _check_same_tree)
 
 
 def _check_same_structure(state: State, value: Any) -> None:

@@ -24,6 +24,7 @@ from brainx.transform.remat.checkpointed_loops import (
 )
 from brainx.transform.control.conditions import cond, ifelse, switch
 from brainx.transform.core.inspect import eval_shape, make_jaxpr
+from brainx.transform.core.jaxpr_code import jaxpr_to_python_code
 from brainx.transform.jit import JittedFunction, jit
 from brainx.transform.control.loop_cache import clear_loop_cache
 from brainx.transform.control.loops import bounded_while_loop, for_loop, scan, while_loop
@@ -45,7 +46,7 @@ from brainx.transform.core.stateful import (
 
 __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded", "read_state_values",
-    "write_state_values", "make_jaxpr", "eval_shape", "jit", "JittedFunction", "checkpoint",
+    "write_state_values", "make_jaxpr", "jaxpr_to_python_code", "eval_shape", "jit", "JittedFunction", "checkpoint",
     "remat", "CheckpointedFunction", "grad", "vector_grad", "jacrev", "jacobian", "jacfwd",
     "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals",
     "Residual", "ResidualReport", "gradient_temp_bytes", "memory_report", "MemoryReport",

@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
 
+from brainx.transform.core.arguments import no_function
 from brainx.environ import reads as env_reads
 from brainx.state.state import _EPOCH, State
 from brainx.util.filter import to_predicate
@@ -427,7 +428,7 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
     >>> float(step(jnp.ones(3), 0.5)), float(step(jnp.ones(3), 0.5))
     (3.0, 4.5)
     """
-    if fun is None:
+    if no_function(fun):
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_states=donate_states,

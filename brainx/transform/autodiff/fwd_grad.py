@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import jax.random as jr
 
+from brainx.transform.core.arguments import no_function
 from brainx.random.default import split_key
 from brainx.random.state import as_key
 from brainx.transform.autodiff.gradients import GradientTransform
@@ -151,5 +152,5 @@ def fwd_grad(func: Optional[Callable] = None, grad_states=None,
             transform_params=dict(tangent_size=tangent_size, drct_der_clip=drct_der_clip,
                                   key=key))
 
-    return build if func is None else build(func)
+    return build if no_function(func) else build(func)
 

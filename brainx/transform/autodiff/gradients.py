@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from brainx.transform.core.arguments import no_function
 from brainx.errors import ArgnumsError
 from brainx.lanes import current_trace, owned_traces
 from brainx.state.state import State
@@ -313,7 +314,7 @@ def _make(fun, transform, unit_transform, name, grad_states, argnums, has_aux, r
             argnums=argnums, has_aux=has_aux, return_value=return_value, unit_aware=unit_aware,
             check_states=check_states, debug_nan=debug_nan, name=name, **kwargs)
 
-    return build if fun is None else build(fun)
+    return build if no_function(fun) else build(fun)
 
 
 def grad(fun: Optional[Callable] = None, grad_states=None, argnums=None,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional, Sequence, Tuple
 
-__all__ = ["normalize_argnums", "infer_static", "fixed_positional_count", "function_name",
+from brainx.typing import Missing
+
+__all__ = ["no_function", "normalize_argnums", "infer_static", "fixed_positional_count", "function_name",
            "check_static_argnames", "check_hashable"]
 
 def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> Tuple[int, ...]:
@@ -38,6 +40,15 @@ def normalize_argnums(fun: Callable, argnums, what: str = "static_argnums") -> T
             if i >= n:
                 raise ValueError(_out_of_range(what, argnums, i, fun, n))
     return tuple(sorted(set(argnums)))
+
+
+def no_function(fun: Any) -> bool:
+    """Whether a transform was given no function (``None``, or brainstate's ``Missing()``).
+
+    Then it returns a decorator, as brainstate's transforms do: brainstate
+    defaults ``fun`` to ``Missing()``, and libraries built on it pass that on.
+    """
+    return fun is None or isinstance(fun, Missing)
 
 
 def _out_of_range(what: str, argnums: Tuple[int, ...], i: int, fun: Callable, n: int) -> str:

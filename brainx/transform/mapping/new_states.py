@@ -21,6 +21,7 @@ from typing import Any, Callable, Hashable, Optional
 import jax
 import numpy as np
 
+from brainx.transform.core.arguments import no_function
 from brainx.errors import BatchAxisError
 from brainx.lanes import is_batched_along
 from brainx.state.state import NonBatchState, State
@@ -118,7 +119,7 @@ def vmap_new_states(fun: Optional[Callable] = None, *, in_axes: Any = 0, out_axe
     options = dict(in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
                    axis_size=axis_size, spmd_axis_name=spmd_axis_name, state_tag=state_tag,
                    state_to_exclude=state_to_exclude, in_states=in_states, out_states=out_states)
-    if fun is None:
+    if no_function(fun):
         return functools.partial(vmap_new_states, **options)
     excluded = _exclusion(state_to_exclude)
     if out_axes is not None and not isinstance(out_axes, int):

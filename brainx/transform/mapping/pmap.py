@@ -28,7 +28,7 @@ import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from brainx.state.state import State
-from brainx.transform.core.arguments import function_name
+from brainx.transform.core.arguments import function_name, no_function
 from brainx.transform.core.stateful import is_array_leaf, write_state_values
 from brainx.transform.mapping.module_states import vmap2_new_states
 from brainx.transform.mapping.stateful_mapping import StatefulMapping
@@ -150,7 +150,7 @@ def pmap2(fn: Optional[Callable] = None, axis_name: Optional[Hashable] = None, *
     >>> step(jnp.ones(n)).tolist() == [float(n)] * n, h.value.shape == (n, 3)
     (True, True)
     """
-    if fn is None:  # a functools.partial, as brainstate returns; checked when applied
+    if no_function(fn):  # a functools.partial, as brainstate returns; checked when applied
         return functools.partial(
             pmap2, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
             static_broadcasted_argnums=static_broadcasted_argnums, devices=devices,

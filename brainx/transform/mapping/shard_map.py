@@ -43,7 +43,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from brainx.lanes import current_trace, owned_traces
 from brainx.state.state import State
-from brainx.transform.core.arguments import function_name
+from brainx.transform.core.arguments import function_name, no_function
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, is_array_leaf, read_state_values, write_state_values,
 )
@@ -290,6 +290,6 @@ def shard_map(fun: Optional[Callable] = None, mesh: Optional[Mesh] = None, in_sp
         raise TypeError("shard_map: pass mesh= (a jax.sharding.Mesh).")
     options = dict(state_in_specs=state_in_specs, state_out_specs=state_out_specs,
                    check_vma=check_vma)
-    if fun is None:
+    if no_function(fun):
         return lambda f: ShardMappedFunction(f, mesh, in_specs, out_specs, **options)
     return ShardMappedFunction(fun, mesh, in_specs, out_specs, **options)

@@ -40,7 +40,7 @@ from brainx.lanes import current_trace, owned_traces
 from brainx.random.state import RandomState
 from brainx.state.refs import StateTable
 from brainx.state.state import State
-from brainx.transform.core.arguments import function_name
+from brainx.transform.core.arguments import function_name, no_function
 from brainx.transform.core.state_filter import state_predicate
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, is_array_leaf, peek_state_values,
@@ -317,7 +317,7 @@ def vmap2(fn: Optional[Callable] = None, *, in_axes: Any = 0, out_axes: Any = 0,
                    axis_size=axis_size, state_in_axes=state_in_axes,
                    state_out_axes=state_out_axes,
                    unexpected_out_state_mapping=unexpected_out_state_mapping)
-    if fn is None:  # a functools.partial, as brainstate returns
+    if no_function(fn):  # a functools.partial, as brainstate returns
         return functools.partial(vmap2, spmd_axis_name=spmd_axis_name, **options)
     return StatefulMapping(fn, name=f"vmap2({function_name(fn)})",
                            mapping_fn=functools.partial(jax.vmap, spmd_axis_name=spmd_axis_name),

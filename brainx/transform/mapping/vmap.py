@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Hashable, List, Optional
 import jax
 import jax.random as jr
 
+from brainx.transform.core.arguments import no_function
 from brainx.errors import BatchAxisError
 from brainx.lanes import current_trace, is_batched_along, owned_traces
 from brainx.random.state import RandomState
@@ -278,7 +279,7 @@ def vmap(fn: Optional[Callable] = None, *, in_axes: Any = 0, out_axes: Any = 0,
     """
     options = dict(in_axes=in_axes, out_axes=out_axes, axis_name=axis_name, axis_size=axis_size,
                    spmd_axis_name=spmd_axis_name, in_states=in_states, out_states=out_states)
-    if fn is None:
+    if no_function(fn):
         return functools.partial(vmap, **options)
     return VmappedFunction(fn, **options)
 

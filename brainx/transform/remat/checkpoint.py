@@ -7,6 +7,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import jax
 
+from brainx.transform.core.arguments import no_function
 from brainx.transform.core.bound import bind_to_instance
 from brainx.transform.core.stateful import StatefulFunction, read_state_values, write_state_values
 from brainx.transform.remat.policies import checkpoint_with_policy, uses_state_names
@@ -109,7 +110,7 @@ def checkpoint(fun: Optional[Callable] = None, *, prevent_cse: bool = True,
     >>> loss(1.0).shape, h.value.shape
     ((3,), (3,))
     """
-    if fun is None:
+    if no_function(fun):
         return functools.partial(checkpoint, prevent_cse=prevent_cse, policy=policy,
                                  static_argnums=static_argnums, static_argnames=static_argnames)
     return CheckpointedFunction(fun, prevent_cse=prevent_cse, policy=policy,
