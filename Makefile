@@ -48,11 +48,13 @@ bench: $(STAMP)
 	$(PY) benchmarks/eager_transform_memory.py
 	$(PY) benchmarks/remat_memory.py
 
-# brainstate 0.5.4's own core tests and notebooks against brainx (needs a brainstate checkout: BRAINSTATE_REPO)
+# brainstate 0.5.4's own core tests and notebooks against brainx (needs a brainstate checkout:
+# BRAINSTATE_REPO), then its client libraries' own suites (downloads them; about an hour)
 BRAINSTATE_REPO ?= /work/.mirror/chaobrain+brainstate/repo
 compat: $(STAMP)
 	$(PY) tests/compat/run_brainstate_tests.py --repo $(BRAINSTATE_REPO)
 	$(PY) tests/compat/run_tutorials.py --repo $(BRAINSTATE_REPO)
+	$(PY) tests/compat/run_clients.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info docs/_build

@@ -131,3 +131,28 @@ def test_jaxpr_to_python_code_reads_like_the_jaxpr():
     assert lines[0] == "def decay(a, b):" and lines[-1].startswith("    return ")
     assert [line.split("lax.")[1].split("(")[0] for line in lines[1:-1]] == [
         e.primitive.name for e in closed.jaxpr.eqns]
+
+
+def test_signed_weight_linear_keeps_signs_and_its_gradient_is_jax_s():
+    import jax
+    w0 = jnp.array([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]])
+    sign = jnp.array([[1.0, -1.0], [1.0, 1.0], [-1.0, -1.0]])
+    layer = brainx.nn.SignedWLinear(3, 2, w_init=w0, w_sign=sign)
+    x = jnp.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(layer(x), x @ (np.abs(w0) * sign), rtol=1e-6)
+    loss = lambda: jnp.sum(layer(x) ** 2)
+    g = brainx.transform.grad(loss, grad_states=layer.weight)()
+    expected = jax.grad(lambda w: jnp.sum((x @ (jnp.abs(w) * sign)) ** 2))(w0)
+    np.testing.assert_allclose(g, expected, rtol=1e-6)
+
+
+def test_weight_standardization_and_the_scaled_ws_layer_against_numpy():
+    w = np.random.RandomState(0).randn(4, 3).astype(np.float32)
+    mean, var = w.mean(axis=0), w.var(axis=0)
+    expected = (w - mean) / np.sqrt(np.maximum(var * 4, 1e-4))
+    np.testing.assert_allclose(brainx.nn.weight_standardization(jnp.asarray(w)), expected,
+                               rtol=1e-5, atol=1e-6)
+    layer = brainx.nn.ScaledWSLinear(4, 3, w_init=jnp.asarray(w), b_init=jnp.full(3, 0.5))
+    x = jnp.arange(4.0)
+    np.testing.assert_allclose(layer(x), np.arange(4.0) @ expected + 0.5, rtol=1e-5)
+    assert set(layer.weight.value) == {"weight", "bias", "gain"}
