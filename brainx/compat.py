@@ -149,6 +149,9 @@ def _jax_names() -> types.ModuleType:
         if name == "get_backend":
             from jax.extend.backend import get_backend
             return get_backend
+        if name == "get_aval":  # removed from jax.core: the abstract value of x is its type
+            import jax
+            return jax.typeof
         raise AttributeError(f"brainstate._compatible_import has no {name!r} in this JAX.")
 
     module.__getattr__ = find  # type: ignore[attr-defined]

@@ -156,3 +156,38 @@ def test_weight_standardization_and_the_scaled_ws_layer_against_numpy():
     x = jnp.arange(4.0)
     np.testing.assert_allclose(layer(x), np.arange(4.0) @ expected + 0.5, rtol=1e-5)
     assert set(layer.weight.value) == {"weight", "bias", "gain"}
+
+
+def test_lora_adds_a_low_rank_path_to_its_base_and_trains_only_it():
+    import jax
+    base = brainx.nn.Linear(3, 2, w_init=jnp.ones((3, 2)), b_init=None)
+    adapter = brainx.nn.LoRA(3, 1, 2, base_module=base)
+    a, b = adapter.weight.value["lora_a"], adapter.weight.value["lora_b"]
+    x = jnp.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(adapter(x), x @ a @ b + x @ jnp.ones((3, 2)), rtol=1e-6)
+    g = brainx.transform.grad(lambda: jnp.sum(adapter(x) ** 2), grad_states=adapter.weight)()
+    ref = jax.grad(lambda p: jnp.sum((x @ p["lora_a"] @ p["lora_b"] + x @ jnp.ones((3, 2))) ** 2))(
+        {"lora_a": a, "lora_b": b})
+    for k in ("lora_a", "lora_b"):
+        np.testing.assert_allclose(g[k], ref[k], rtol=1e-5)
+
+
+def test_vmap_module_maps_the_module_over_lanes_with_batched_states():
+    class Acc(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.h = brainx.HiddenState(jnp.zeros((4, 2)))     # a row per lane
+            self.w = brainx.ParamState(jnp.array([1.0, -1.0]))   # shared
+
+        def update(self, x):
+            self.h.value = self.h.value + x * self.w.value
+            return self.h.value.sum()
+
+    acc = Acc()
+    batched = brainx.nn.Vmap(acc, vmap_states=brainx.HiddenState)
+    xs = jnp.arange(4.0)
+    batched(xs)
+    out = batched(xs)
+    np.testing.assert_allclose(acc.h.value, 2 * xs[:, None] * np.array([1.0, -1.0]))
+    np.testing.assert_allclose(out, np.zeros(4))
+    assert isinstance(batched, brainx.nn.Module)

@@ -37,7 +37,8 @@ from brainx.nn.elementwise import (
 )
 from brainx.nn.embedding import Embedding
 from brainx.nn.linear import Linear
-from brainx.nn.linear_variants import ScaledWSLinear, SignedWLinear, weight_standardization
+from brainx.nn.vmap_module import Vmap
+from brainx.nn.linear_variants import LoRA, ScaledWSLinear, SignedWLinear, weight_standardization
 from brainx.nn.module import Module, iter_tree
 from brainx.nn.neuron import ALIF, LIF, LIFRef, Neuron, exp_decay
 from brainx.nn.normalization import (
@@ -97,7 +98,7 @@ __all__ = [
     "call_all_fns", "vmap_call_all_fns", "init_all_states", "vmap_init_all_states",
     "reset_all_states", "vmap_reset_all_states", "assign_state_values", "count_parameters",
     # layers
-    "Linear", "SignedWLinear", "ScaledWSLinear", "weight_standardization", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "Vmap", "Linear", "SignedWLinear", "ScaledWSLinear", "LoRA", "weight_standardization", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
     "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "BatchNorm0d", "BatchNorm1d",

@@ -1,4 +1,4 @@
-"""Linear layers with constrained weights: signed (Dale's law) and weight-standardised.
+"""Linear layers with constrained weights (signed, weight-standardised) and low-rank adapters.
 
 :class:`SignedWLinear` keeps every weight's sign fixed: the trained parameter
 is a magnitude, and a fixed sign matrix says which connections excite and
@@ -6,7 +6,8 @@ which inhibit (``|W| * sign``), as a network obeying Dale's law needs.
 :class:`ScaledWSLinear` standardises the weight of each output unit before
 use (:func:`weight_standardization`, from the normaliser-free networks of
 Brock et al. 2021), which keeps activations well scaled without batch
-statistics. The names and signatures are brainstate's.
+statistics. :class:`LoRA` adds a trainable low-rank path ``x @ A @ B`` beside
+a frozen base layer (Hu et al. 2021). The names and signatures are brainstate's.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ import brainunit as u
 import jax
 import jax.numpy as jnp
 
-from brainx.nn.init import KaimingNormal, ZeroInit, param, to_size
+from brainx.nn.init import KaimingNormal, LecunNormal, ZeroInit, param, to_size
 from brainx.nn.module import Module
 from brainx.state.state import ParamState
 
-__all__ = ["SignedWLinear", "ScaledWSLinear", "weight_standardization"]
+__all__ = ["SignedWLinear", "ScaledWSLinear", "LoRA", "weight_standardization"]
 
 
 def weight_standardization(w: Any, eps: float = 1e-4, gain: Optional[Any] = None,
@@ -142,3 +143,53 @@ class ScaledWSLinear(Module):
             w = w * self.w_mask
         y = u.math.matmul(x, w)
         return y + params["bias"] if "bias" in params else y
+
+
+class LoRA(Module):
+    """A low-rank adapter: ``y = x @ A @ B`` (plus ``base_module(x)`` when given).
+
+    Parameters
+    ----------
+    in_features, lora_rank, out_features : int
+        ``A`` is ``(in_features, lora_rank)``, ``B`` is ``(lora_rank, out_features)``.
+    base_module : callable, optional
+        The layer adapted (its output is added; train only the adapter by
+        differentiating with respect to ``adapter.weight``).
+    kernel_init : initialiser
+        Of both ``A`` and ``B``.
+    param_type : type
+        The State class of ``{"lora_a", "lora_b"}`` (``ParamState``).
+    in_size : tuple, optional
+        The input shape, when it has leading axes.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> base = brainx.nn.Linear(3, 2)
+    >>> adapter = brainx.nn.LoRA(3, 1, 2, base_module=base)
+    >>> a, b = adapter.weight.value["lora_a"], adapter.weight.value["lora_b"]
+    >>> x = jnp.ones(3)
+    >>> bool(jnp.allclose(adapter(x), x @ a @ b + base(x)))
+    True
+    """
+
+    def __init__(self, in_features: int, lora_rank: int, out_features: int, *,
+                 base_module: Optional[Any] = None, kernel_init: Any = LecunNormal(),
+                 param_type: type = ParamState, in_size: Any = None):
+        super().__init__()
+        if base_module is not None and not callable(base_module):
+            raise TypeError(f"LoRA: base_module must be callable (a layer), got {base_module!r}.")
+        self.in_features, self.out_features = in_features, out_features
+        self.in_size, self.out_size = (in_features,), (out_features,)
+        if in_size is not None:
+            self.in_size = to_size(in_size)
+            self.out_size = tuple(self.in_size[:-1]) + (out_features,)
+        self.base_module = base_module
+        self.weight = param_type({
+            "lora_a": param(kernel_init, (in_features, lora_rank), allow_none=False),
+            "lora_b": param(kernel_init, (lora_rank, out_features), allow_none=False)})
+
+    def update(self, x):
+        params = self.weight.value
+        out = x @ params["lora_a"] @ params["lora_b"]
+        return out if self.base_module is None else out + self.base_module(x)
