@@ -20,11 +20,10 @@ Only the global environment is tracked; an ``EnvironmentState`` passed as
 from __future__ import annotations
 
 import contextlib
-import struct
 import threading
 from typing import Any, Dict, Hashable, Iterator, Mapping, Tuple
 
-import numpy as np
+from brainx.util.equality import same_value
 
 __all__ = ["VERSION", "changed", "recording", "record", "replay", "unchanged"]
 
@@ -86,23 +85,11 @@ def unchanged(reads: Mapping[Hashable, Any], current: Any) -> bool:
 
 
 def same_setting(a: Any, b: Any) -> bool:
-    """Equal settings: the same object, or equal type and value (floats by bits, arrays by content)."""
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return struct.pack("<d", a) == struct.pack("<d", b)
-    if isinstance(a, (bool, int, str, bytes, tuple, type(None))):
-        return a == b
+    """Equal settings: equal type and bits (:func:`~brainx.util.equality.same_value`), quantities by unit too."""
     unit = getattr(a, "unit", None)
-    if unit is not None and hasattr(a, "mantissa"):  # a brainunit Quantity
-        return unit == b.unit and same_setting(a.mantissa, b.mantissa)
-    try:
-        x, y = np.asarray(a), np.asarray(b)
-    except Exception:
-        return False
-    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+    if unit is not None and hasattr(a, "mantissa") and type(a) is type(b):  # a brainunit Quantity
+        return unit == b.unit and same_value(a.mantissa, b.mantissa)
+    return same_value(a, b)
 
 
 def snapshot(reads: Mapping[Hashable, Any]) -> Tuple[Tuple[Hashable, Any], ...]:

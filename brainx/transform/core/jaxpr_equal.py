@@ -16,11 +16,12 @@ dtypes, shapes, tuples, nested jaxprs); a Python function among them (a
 
 from __future__ import annotations
 
-import struct
 from typing import Any, Dict, Sequence
 
 import numpy as np
 from jax.extend import core as _core
+
+from brainx.util.equality import same_value
 
 __all__ = ["jaxprs_equal"]
 
@@ -56,7 +57,7 @@ class _Matcher:
                 or len(a.eqns) != len(b.eqns) or len(a.outvars) != len(b.outvars)
                 or a.effects != b.effects):
             return False
-        if not all(_same_value(x, y) for x, y in zip(a_consts, b_consts)):
+        if not all(same_value(x, y) for x, y in zip(a_consts, b_consts)):
             return False
         if not self.bind(list(a.constvars) + list(a.invars), list(b.constvars) + list(b.invars)):
             return False
@@ -82,7 +83,7 @@ class _Matcher:
             return False
         for x, y in zip(xs, ys):
             if isinstance(x, _core.Literal) or isinstance(y, _core.Literal):
-                if not (type(x) is type(y) and x.aval == y.aval and _same_value(x.val, y.val)):
+                if not (type(x) is type(y) and x.aval == y.aval and same_value(x.val, y.val)):
                     return False
             elif self.vars.get(x) is not y:
                 return False
@@ -105,31 +106,10 @@ class _Matcher:
         if isinstance(x, dict):
             return self.params(x, y)
         if isinstance(x, _PLAIN) or isinstance(x, (np.ndarray, np.generic)):
-            return _same_value(x, y)
+            return same_value(x, y)
         if callable(x):
             return False  # a function (a custom rule, a callback): only the same object
         try:  # an aval, a sharding, a NamedTuple of options: by their own equality
             return bool(x == y)
         except Exception:
             return False
-
-
-def _same_value(x: Any, y: Any) -> bool:
-    """Equal type and bits (``0.0`` and ``-0.0`` differ), weak type included for arrays."""
-    if x is y:
-        return True
-    if type(x) is not type(y):
-        return False
-    if isinstance(x, float):
-        return struct.pack("<d", x) == struct.pack("<d", y)
-    if isinstance(x, complex):
-        return struct.pack("<dd", x.real, x.imag) == struct.pack("<dd", y.real, y.imag)
-    if isinstance(x, _PLAIN):
-        return x == y
-    if getattr(x, "weak_type", False) != getattr(y, "weak_type", False):
-        return False
-    try:
-        a, b = np.asarray(x), np.asarray(y)
-    except Exception:
-        return False
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
