@@ -134,3 +134,26 @@ def test_brainstate_s_make_jaxpr_cache_follows_the_settings():
         evaluation = sf.get_jaxpr(x)           # traced again: the cached one dropped units
     assert evaluation is not training
     assert len(evaluation.jaxpr.eqns) < len(training.jaxpr.eqns)
+
+
+def test_a_context_opened_inside_the_trace_is_not_a_dependency():
+    h = brainx.HiddenState(jnp.zeros(()))
+    traces = []
+
+    @transform.jit
+    def run(xs):
+        traces.append(1)
+
+        def step(i, x):
+            with brainx.environ.context(i=i, t=i * 0.5):       # the brainstate loop pattern
+                h.value = h.value + x * brainx.environ.get("t")
+                return h.value
+
+        return transform.for_loop(step, jnp.arange(4), xs)
+
+    run(jnp.ones(4))
+    with brainx.environ.context(trial=1):                       # any change of settings
+        run(jnp.ones(4))
+    assert len(traces) == 1                                     # i and t were the trace's own
+    np.testing.assert_allclose(h.value, 2 * 0.5 * (0 + 1 + 2 + 3))
+    assert "i" not in run._entries[()].env_reads

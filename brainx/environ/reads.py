@@ -31,6 +31,7 @@ __all__ = ["VERSION", "changed", "recording", "record", "replay", "unchanged"]
 VERSION = [0]
 
 _NOT_SET = ("<not set>",)  # what a read of an unset key saw
+_LOCAL = ("<set inside the trace>",)  # a key a context opened inside the trace sets
 
 
 class _Recorders(threading.local):
@@ -50,6 +51,27 @@ def record(key: Hashable, value: Any) -> None:
     """A trace in progress read ``key`` and saw ``value`` (``_NOT_SET`` for an unset key)."""
     for reads in _RECORDERS.stack:
         reads.setdefault(key, value)
+
+
+def shadow(keys: Any) -> list:
+    """A ``context`` opened inside a trace sets ``keys``: reads of them there depend on nothing outside.
+
+    Returns what to give :func:`unshadow` when the context closes.
+    """
+    marked = []
+    for reads in _RECORDERS.stack:
+        for key in keys:
+            if key not in reads:
+                reads[key] = _LOCAL
+                marked.append((reads, key))
+    return marked
+
+
+def unshadow(marked: list) -> None:
+    """The context of :func:`shadow` closed: later reads of its keys are the outside's again."""
+    for reads, key in marked:
+        if reads.get(key) is _LOCAL:
+            del reads[key]
 
 
 def replay(reads: Mapping[Hashable, Any]) -> None:
@@ -93,5 +115,5 @@ def same_setting(a: Any, b: Any) -> bool:
 
 
 def snapshot(reads: Mapping[Hashable, Any]) -> Tuple[Tuple[Hashable, Any], ...]:
-    """``reads`` as a tuple (what a trace keeps)."""
-    return tuple(reads.items())
+    """``reads`` as a tuple (what a trace keeps), without the keys set inside the trace."""
+    return tuple((k, v) for k, v in reads.items() if v is not _LOCAL)

@@ -95,7 +95,7 @@ def set(platform: Optional[str] = None, host_device_count: Optional[int] = None,
             before = env.settings.get(key, _UNSET)
             env.settings[key] = value
             try:
-                _changed(env, key, get(key, env=env))
+                _changed(env, key, _lookup(env, key))  # (not get: no read of a trace)
             except BaseException:
                 if before is _UNSET:
                     del env.settings[key]
@@ -244,6 +244,8 @@ def context(*, env: Optional[EnvironmentState] = None,
     kwargs = {key: _validate(key, value) for key, value in kwargs.items()}
     stacks = env.contexts
     pushed = []
+    inside_trace = env is GLOBAL_ENV and bool(reads._RECORDERS.stack)
+    local = reads.shadow(kwargs) if inside_trace else ()  # opened inside a trace: its own values
     x64_before = jax.config.jax_enable_x64  # JAX's flag is process-wide: put it back as found
     try:
         for key, value in kwargs.items():
@@ -253,6 +255,8 @@ def context(*, env: Optional[EnvironmentState] = None,
                 _changed(env, key, value)
         yield all(env=env)
     finally:
+        if local:
+            reads.unshadow(local)
         if pushed and env is GLOBAL_ENV:
             reads.changed()  # the block's values are gone, set or not before it
         for key in reversed(pushed):
@@ -260,7 +264,7 @@ def context(*, env: Optional[EnvironmentState] = None,
                 stacks[key].pop()
                 if not stacks[key]:
                     del stacks[key]
-                current = get(key, _UNSET, env=env)
+                current = _lookup(env, key)  # (not get: no read of a trace)
                 try:
                     if current is not _UNSET:
                         _changed(env, key, current)
