@@ -47,3 +47,12 @@ def test_missing_is_a_sentinel_distinct_from_none():
 
 def test_typing_is_reachable_as_brainstate_spells_it():
     assert brainx.typing.Filter is brainx.util.filter.Filter
+
+
+def test_the_package_is_typed_and_its_version_is_written_once():
+    import importlib.metadata
+    import pathlib
+
+    import brainx
+    assert (pathlib.Path(brainx.__file__).parent / "py.typed").is_file()   # PEP 561 marker
+    assert importlib.metadata.version("brainx") == brainx.__version__
