@@ -147,8 +147,9 @@ def parse(argv=None):
     p.add_argument("--delay", type=float, default=1.5, help="axonal delay in ms")
     p.add_argument("--bias", type=float, default=0.2, help="constant input current in nA")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--plot-dir", dest="plot_dir", default=str(pathlib.Path(__file__).parent),
-                   help="where to write the PNGs ('' to skip)")
+    p.add_argument("--plot-dir", dest="plot_dir", default=".",
+                   help="where to write the PNGs (default: the working directory, as the other "
+                        "examples; '' to skip)")
     p.add_argument("--backend", default=None, choices=("numba", "jax_raw"),
                    help="brainevent backend of the spike product (default: numba if installed)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
