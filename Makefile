@@ -37,8 +37,13 @@ fuzz: $(STAMP)
 # Sphinx + MyST + autodoc (not MkDocs + mkdocstrings): the docstrings are NumPy-style reST, which
 # autodoc + napoleon render as written; MyST keeps docs/*.md as they are (docs/conf.py says more).
 # -E: a fresh environment each time, so -W sees every warning; offline (no intersphinx).
-docs: $(STAMP)
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install --quiet -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
 	$(PY) -m sphinx -E -q -W --keep-going -b html docs docs/_build/html
 	@echo "site: docs/_build/html/index.html"
 
