@@ -393,3 +393,23 @@ def test_scalar_initial_values_get_the_population_shape():
     lif = nn.init_all_states(nn.LIF((2, 2), V_initializer=-1.0 * u.mV), batch_size=5)
     assert lif.V.value.shape == (5, 2, 2)
     assert not lif.V.value.mantissa.weak_type      # no recompiles after the first write
+
+
+def test_print_shows_the_module_tree_with_each_state():
+    import brainunit as u
+
+    class Net(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seq = brainx.nn.Sequential(brainx.nn.Linear(3, 4), brainx.nn.ReLU())
+            self.lif = brainx.nn.LIF(4)
+            self.same = self.lif                      # a shared child is shown once
+
+    net = brainx.nn.init_all_states(Net())
+    lines = str(net).splitlines()
+    assert lines[0] == "Net()" and repr(net) == "Net()"      # repr stays one line
+    assert "  seq: Sequential(...)" in lines
+    assert "      weight: ParamState(value={'bias': float32[4], 'weight': float32[3,4]})" in lines
+    assert f"    V: {net.lif.V!r}" in lines and "unit=mV" in repr(net.lif.V)
+    assert net.lif.V.value.unit == u.mV
+    assert "  same: <the LIF shown above>" in lines

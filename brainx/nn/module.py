@@ -17,6 +17,7 @@ from typing import Any, Iterator, Optional, Sequence, Tuple
 
 from brainx.mixin import ParamDesc
 from brainx.nn.init import to_size
+from brainx.nn.module_tree import module_tree
 from brainx.graph.node import Node
 from brainx.graph.walk import MAX_INT, walk_tree
 from brainx.state.state import State
@@ -208,6 +209,10 @@ class Module(Node, ParamDesc):
         finally:
             for p in params:
                 p.clear_cache()
+
+    def __str__(self) -> str:
+        """The module tree, each state with its kind, shape, dtype and unit (``print(net)``)."""
+        return module_tree(self)
 
     def __repr__(self) -> str:
         fields = []
