@@ -11,7 +11,8 @@ traced under ``context(fit=True)`` must not run as in training under
   one integer to know that nothing changed;
 * :func:`recording` collects the settings a trace reads (``get`` and the
   functions built on it report each read), so when :data:`VERSION` moved, a
-  cache compares just those settings with their current values.
+  cache compares just those settings with their current values
+  (:func:`brainx.environ.settings.settings_unchanged`).
 
 Only the global environment is tracked; an ``EnvironmentState`` passed as
 ``env=`` is the program's own object, read like any Python value.
@@ -25,7 +26,8 @@ from typing import Any, Dict, Hashable, Iterator, Mapping, Tuple
 
 from brainx.util.equality import same_value
 
-__all__ = ["VERSION", "changed", "recording", "record", "replay", "unchanged"]
+__all__ = ["VERSION", "changed", "recording", "record", "replay", "shadow", "unshadow",
+           "same_setting", "snapshot"]
 
 #: Grows whenever a global setting may have changed (compared by compiled calls).
 VERSION = [0]
@@ -75,9 +77,10 @@ def unshadow(marked: list) -> None:
 
 
 def replay(reads: Mapping[Hashable, Any]) -> None:
-    """Report the reads of a trace that is reused inside a trace in progress."""
-    for key, value in reads.items():
-        record(key, value)
+    """Report the reads of a trace that is reused inside a trace in progress (if any is)."""
+    if _RECORDERS.stack:
+        for key, value in reads.items():
+            record(key, value)
 
 
 @contextlib.contextmanager
@@ -99,11 +102,6 @@ def recording() -> Iterator[Dict[Hashable, Any]]:
         yield reads
     finally:
         _RECORDERS.stack.pop()
-
-
-def unchanged(reads: Mapping[Hashable, Any], current: Any) -> bool:
-    """Whether every setting in ``reads`` still has the value read (``current(key)`` gives it now)."""
-    return all(same_setting(value, current(key)) for key, value in reads.items())
 
 
 def same_setting(a: Any, b: Any) -> bool:

@@ -167,10 +167,14 @@ def _lookup(env: EnvironmentState, key: Hashable) -> Any:
     return value
 
 
-def current_setting(key: Hashable) -> Any:
-    """What a read of ``key`` in the global environment sees now, as :mod:`reads` records it."""
-    value = _lookup(GLOBAL_ENV, key)
-    return reads._NOT_SET if value is _UNSET else value
+def settings_unchanged(read: Any) -> bool:
+    """Whether the global settings a trace read (a dict, or snapshot pairs) still hold those values."""
+    pairs = read.items() if isinstance(read, dict) else read
+    for key, value in pairs:
+        now = _lookup(GLOBAL_ENV, key)
+        if not reads.same_setting(value, reads._NOT_SET if now is _UNSET else now):
+            return False
+    return True
 
 
 def all(*, env: Optional[EnvironmentState] = None) -> Dict[Hashable, Any]:

@@ -8,10 +8,10 @@ from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
 
-from brainx.transform.core.arguments import no_function
 from brainx.environ import reads as env_reads
 from brainx.state.state import _EPOCH, State
 from brainx.util.filter import to_predicate
+from brainx.transform.core.arguments import no_function
 from brainx.transform.core.bound import bind_to_instance
 from brainx.transform.core.jaxpr_builder import jit_disabled
 from brainx.transform.fast_call import make_fast_call
@@ -119,8 +119,7 @@ class JittedFunction:
     def _unpark(self, key) -> Optional[JitEntry]:
         """The set-aside entry of ``key`` traced under the current settings, filed again (or ``None``)."""
         for entry in self._parked.get(key, ()):
-            if (entry.epoch == _EPOCH[0] and all(r() is not None for r in entry.refs)
-                    and entry.settings_hold()):
+            if entry.epoch == _EPOCH[0] and entry.alive() and entry.settings_hold():
                 self._parked[key].remove(entry)
                 return self._file(key, entry)
         return None
@@ -234,8 +233,7 @@ class JittedFunction:
                 entry = self._unpark(key)
             if entry is None or entry.epoch != _EPOCH[0] or entry.values() is None:
                 entry = self._trace(key, dyn_args, dyn_kwargs)
-            if env_reads._RECORDERS.stack:  # an enclosing trace depends on what it read too
-                env_reads.replay(entry.env_reads)
+            env_reads.replay(entry.env_reads)  # an enclosing trace depends on these too
             return entry
 
 
@@ -373,8 +371,9 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
     computes what the old one did on the same states, the compiled function
     is kept. It also traces again when a setting it read
     (``brainx.environ``: ``dt``, ``fit``, ...) has another value; the
-    compiled function for the old values is kept for when they return. A State swapped inside a plain object or container while the old
-    one stays alive is not seen: call ``brainx.state.structure_changed()`` or
+    compiled function for the old values is kept for when they return. A
+    State swapped inside a plain object or container while the old one stays
+    alive is not seen: call ``brainx.state.structure_changed()`` or
     ``clear_cache()`` after such a swap. Creating states costs nothing.
 
     Calls are not atomic: two threads calling a function that writes the

@@ -23,7 +23,7 @@ import jax
 from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
 from brainx.environ import reads as env_reads
-from brainx.environ.settings import current_setting
+from brainx.environ.settings import settings_unchanged
 from brainx.random.state import DEFAULT_SOURCE
 from brainx.state.refs import StateRef
 from brainx.transform.graphdef import GraphDefinition, graph_definition
@@ -127,7 +127,7 @@ class JitEntry:
         the same roles with an equal jaxpr (:func:`jaxprs_equal`): the compiled
         function computes what a new one would.
         """
-        if len(self.plans) != 1 or self.shared or any(r() is None for r in self.refs):
+        if len(self.plans) != 1 or self.shared or not self.alive():
             return False
         old, local, own = self.plans[0]
         new = sig.trace
@@ -144,6 +144,10 @@ class JitEntry:
         self.env_version[0] = env_reads.VERSION[0]
         return True
 
+    def alive(self) -> bool:
+        """Whether every state it holds is still alive (none was garbage collected)."""
+        return all(r() is not None for r in self.refs)
+
     def settings_hold(self) -> bool:
         """Whether the settings its traces read still have the values they read.
 
@@ -152,7 +156,7 @@ class JitEntry:
         """
         if self.env_version[0] == env_reads.VERSION[0]:
             return True
-        if not env_reads.unchanged(self.env_reads, current_setting):
+        if not settings_unchanged(self.env_reads):
             return False
         self.env_version[0] = env_reads.VERSION[0]
         return True
@@ -266,8 +270,7 @@ class InstanceSharing:
             return None
         tkey = self._key(graph, key, dyn_args, dyn_kwargs)
         template = self._templates.get(tkey) if tkey is not None else None
-        if template is None or not env_reads.unchanged(dict(template.sig_trace.env_reads),
-                                                        current_setting):
+        if template is None or not settings_unchanged(template.sig_trace.env_reads):
             return None  # none, or traced under other settings (brainx.environ)
         sig = template.signature_for(graph)
         if sig is None:

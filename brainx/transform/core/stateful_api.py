@@ -19,8 +19,7 @@ from typing import Any, Dict, Hashable, Sequence, Tuple
 
 import jax
 
-from brainx.environ import reads as env_reads
-from brainx.environ.settings import current_setting
+from brainx.environ.settings import settings_unchanged
 from brainx.state.refs import StateRef
 from brainx.state.state import _EPOCH, State
 from brainx.state.trace import StateTraceStack
@@ -138,8 +137,7 @@ class StatefulFunctionAPI:
         values (and these arguments) have the trace's types."""
         if self._epochs.get(cache_key) != _EPOCH[0]:
             return False
-        if sig.trace.env_reads and not env_reads.unchanged(dict(sig.trace.env_reads),
-                                                           current_setting):
+        if not settings_unchanged(sig.trace.env_reads):
             return False
         _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
         return sig.trace.flat_inputs(peek_state_values(sig.states),
