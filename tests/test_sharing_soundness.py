@@ -6,6 +6,9 @@ checks both against ground truth: the same method run eagerly under
 ``jax.disable_jit()`` on fresh twins built the same way (no sharing can
 happen there), or plain JAX arithmetic. A wrong share shows as the second
 instance computing with the first one's Python values, hooks or states.
+The property test over random attribute graphs is in test_sharing_fuzz.py;
+weak types and hooks edited after a first call (caches without sharing) in
+test_trace_cache_keys.py.
 """
 
 import collections
@@ -17,61 +20,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import brainx
 from brainx import transform
-
-
-def eager(fn):
-    """``fn()`` with every ``transform.jit`` running the Python function itself."""
-    with jax.disable_jit():
-        return fn()
-
-
-def close(actual, expected):
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-5, equal_nan=True)
-    # 0.0 and -0.0 compare equal: their signs must match too
-    zeros = (expected == 0) & (actual == 0)
-    np.testing.assert_array_equal(np.signbit(actual[zeros]), np.signbit(expected[zeros]))
-
-
-def scale(k, x):
-    return k * x
-
-
-def shift(x, *, by):
-    return x + by
-
-
-def one():
-    return 1.0
-
-
-def two():
-    return 2.0
-
-
-#: Traces per class name, counted by the methods' Python bodies (a module-level counter, not a
-#: class attribute: a class attribute that changes at each trace would itself tell the
-#: instances apart).
-TRACES = collections.Counter()
-
-
-def pair_results(make_a, make_b, call):
-    """``call`` on instances ``make_a()`` then ``make_b()``, jitted, and on eager twins."""
-    a, b = make_a(), make_b()
-    got = (call(a), call(b))
-
-    def run():
-        a2, b2 = make_a(), make_b()
-        return call(a2), call(b2)
-
-    return got, eager(run)
-
+from sharing_support import (
+    TRACES, close, double_write, eager, one, pair_results, scale, shift, two,
+)
 
 # -- 1. partial attributes --------------------------------------------------------------------
 
@@ -263,10 +217,6 @@ def test_state_metadata_is_part_of_the_trace():
 
 # -- 5. state hooks ---------------------------------------------------------------------------
 
-def double_write(ctx):
-    ctx.transformed_value = ctx.transformed_value * 2.0
-
-
 def acc_class():
     """A new class each time: a test starts with none of its traces shared yet."""
 
@@ -437,114 +387,6 @@ def test_a_class_attribute_changed_before_the_second_instance():
     close(got, np.array([3.0, 6.0], np.float32))
 
 
-# -- 9. weak types ----------------------------------------------------------------------------
-
-def _same(got, want):
-    assert got.dtype == want.dtype, (got.dtype, want.dtype)
-    assert bool(getattr(got, "weak_type", False)) == bool(getattr(want, "weak_type", False))
-    np.testing.assert_array_equal(np.asarray(got, np.float64), np.asarray(want, np.float64))
-
-
-@pytest.mark.parametrize("calls", [
-    pytest.param([(jnp.array([100], jnp.int8), 100),
-                  (jnp.array([100], jnp.int8), jnp.int32(100))], id="int8+weak-int-then-int32"),
-    pytest.param([(jnp.array([100], jnp.int8), jnp.int32(100)),
-                  (jnp.array([100], jnp.int8), 100)], id="int8+int32-then-weak-int"),
-    pytest.param([(jnp.array([1.5, 2.5], jnp.bfloat16), 2.5),
-                  (jnp.array([1.5, 2.5], jnp.bfloat16), jnp.float32(2.5))],
-                 id="bf16+weak-float-then-float32"),
-    pytest.param([(jnp.array([1.5, 2.5], jnp.bfloat16), jnp.float32(2.5)),
-                  (jnp.array([1.5, 2.5], jnp.bfloat16), 2.5)],
-                 id="bf16+float32-then-weak-float"),
-])
-def test_weak_typed_arguments_are_not_confused_with_strong_ones(calls):
-    f = transform.jit(lambda x, y: x + y)
-    ref = jax.jit(lambda x, y: x + y)
-    for x, y in calls:
-        _same(f(x, y), ref(x, y))
-    int_case = calls[-1][0].dtype == jnp.int8 and not isinstance(calls[-1][1], int)
-    if int_case:
-        np.testing.assert_array_equal(np.asarray(f(*calls[-1])), np.array([200], np.int32))
-
-
-def _weak(v):
-    x = jnp.array(v)            # a Python float made an array: weakly typed float32
-    assert x.weak_type
-    return x
-
-
-@pytest.mark.parametrize("weak_first", [True, False])
-def test_a_state_value_s_weak_type_is_part_of_the_trace(weak_first):
-    weak, strong = _weak(2.0), jnp.float32(2.0)
-    assert not strong.weak_type
-    s = brainx.State(weak if weak_first else strong)
-    f = transform.jit(lambda x: x + s.value)
-    ref = jax.jit(lambda x, v: x + v)
-    x = jnp.array([1.5, 2.5], jnp.bfloat16)
-    for value in ((weak, strong) if weak_first else (strong, weak)):
-        s.value = value
-        _same(f(x), ref(x, s.value))
-
-
-@pytest.mark.parametrize("weak_first", [True, False])
-def test_an_eager_for_loop_reading_a_weak_then_strong_state(weak_first):
-    weak, strong = _weak(2.0), jnp.float32(2.0)
-    s = brainx.State(weak if weak_first else strong)
-    xs = jnp.array([[1.5, 2.5], [0.5, -1.0], [3.0, 4.0]], jnp.bfloat16)
-
-    def body(x):
-        return x + s.value
-
-    for value in ((weak, strong) if weak_first else (strong, weak)):
-        s.value = value
-        got = transform.for_loop(body, xs)
-        v = s.value
-        want = jax.lax.scan(lambda c, x: (c, x + v), None, xs)[1]
-        python = jnp.stack([x + v for x in xs])
-        _same(got, want)
-        assert got.dtype == python.dtype
-
-
-# -- 10. hooks registered after the first call -------------------------------------------------
-
-@pytest.mark.parametrize("scope", ["state", "global"])
-def test_a_hook_registered_after_the_first_call_applies(scope):
-    def world():
-        s = brainx.State(jnp.zeros(2))
-
-        def step(x):
-            s.value = s.value + x
-            return s.value
-
-        return s, step
-
-    def register(s):
-        if scope == "state":
-            return s.register_hook("write_before", double_write)
-        return brainx.register_state_hook("write_before", double_write)
-
-    def scenario(jitted):
-        s, step = world()
-        f = transform.jit(step) if jitted else step
-        x = jnp.array([1.0, 2.0])
-        outs = [f(x)]
-        handle = register(s)
-        try:
-            outs.append(f(x))
-        finally:
-            handle.remove()
-        outs.append(f(x))
-        return outs + [s.value]
-
-    got = scenario(jitted=True)
-    want = scenario(jitted=False)    # plain Python: no trace at all
-    assert not brainx.has_state_hooks()
-    for a, b in zip(got, want):
-        close(a, b)
-    close(want[1], np.array([4.0, 8.0], np.float32))    # (1 + 1) * 2
-    close(want[2], np.array([5.0, 10.0], np.float32))
-
-
 # -- 11. sharing where it is sound -------------------------------------------------------------
 
 def lif_class():
@@ -665,210 +507,6 @@ def test_per_instance_lambdas_with_other_closures_do_not_share():
     close(ra, ea)
     close(rb, eb)
     close(rb, np.array([-0.5, -1.0], np.float32))
-
-
-# -- 12. property: random attribute graphs ------------------------------------------------------
-#
-# A *spec* describes an attribute graph as plain data; ``build`` makes fresh objects from it
-# (so every instance, jitted or eager, gets its own states). ``fold`` reads every place of the
-# graph and turns it into numbers, writing every ParamState it meets.
-
-class XFloat(float):
-    pass
-
-
-class XDict(dict):
-    pass
-
-
-FNS = {"scale": scale, "shift": shift}
-TYPE_CODE = {"list": 1.0, "tuple": 2.0, "dict": 3.0, "xdict": 4.0}
-
-
-def build(spec):
-    kind = spec[0]
-    if kind in ("float", "int", "bool", "str"):
-        return spec[1]
-    if kind == "array":
-        return np.asarray(spec[1], dtype=spec[2])
-    if kind == "state":
-        return brainx.ParamState(jnp.asarray(spec[1], jnp.float32), coef=spec[2], label=spec[3])
-    if kind == "partial":
-        _, cls, fn, k = spec
-        make = functools.partial if cls == "functools" else jax.tree_util.Partial
-        return make(scale, k) if fn == "scale" else make(shift, by=k)
-    if kind == "xfloat":
-        f = XFloat(spec[1])
-        f.extra = spec[2]
-        return f
-    if kind == "list":
-        return [build(s) for s in spec[1]]
-    if kind == "tuple":
-        return tuple(build(s) for s in spec[1])
-    if kind == "dict":
-        return {k: build(s) for k, s in spec[1]}
-    if kind == "xdict":
-        d = XDict((k, build(s)) for k, s in spec[1])
-        d.extra = spec[2]
-        return d
-    raise AssertionError(spec)
-
-
-def _float_parts(v):
-    return [float(v), math.copysign(1.0, v)]
-
-
-def _text(s):
-    return [float(len(s)), float(sum((i + 1) * ord(c) for i, c in enumerate(s)))]
-
-
-def fold(x, arg, parts):
-    """Append to ``parts`` numbers (Python values or traced arrays) that depend on every place."""
-    if isinstance(x, brainx.State):
-        parts += [jnp.ravel(x.value), *_float_parts(x.coef), *_text(x.label), 10.0]
-        x.value = x.value * 2.0 + arg * x.coef
-    elif isinstance(x, functools.partial):         # jax.tree_util.Partial too
-        kind = 12.0 if isinstance(x, jax.tree_util.Partial) else 11.0
-        parts += [kind, jnp.ravel(x(arg))]
-    elif isinstance(x, bool):
-        parts += [20.0, float(x)]
-    elif isinstance(x, XFloat):
-        parts += [21.0, *_float_parts(x), *_float_parts(x.extra)]
-    elif isinstance(x, float):
-        parts += [22.0, *_float_parts(x)]
-    elif isinstance(x, int):
-        parts += [23.0, float(x)]
-    elif isinstance(x, str):
-        parts += [24.0, *_text(x)]
-    elif isinstance(x, np.ndarray):
-        parts += [25.0 + (x.dtype == np.int32), jnp.asarray(x, jnp.float32),
-                  jnp.asarray(np.signbit(x), jnp.float32)]
-    elif isinstance(x, (list, tuple)):
-        parts += [TYPE_CODE[type(x).__name__], float(len(x))]
-        for v in x:
-            fold(v, arg, parts)
-    elif isinstance(x, dict):
-        parts += [TYPE_CODE["xdict" if isinstance(x, XDict) else "dict"], float(len(x))]
-        for k, v in x.items():
-            parts += _text(k)
-            fold(v, arg, parts)
-        if isinstance(x, XDict):
-            parts += _float_parts(x.extra)
-    else:
-        raise AssertionError(type(x))
-    return parts
-
-
-def states_of(x):
-    if isinstance(x, brainx.State):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [s for v in x for s in states_of(v)]
-    if isinstance(x, dict):
-        return [s for v in x.values() for s in states_of(v)]
-    return []
-
-
-def make_graph_class():
-    """A fresh class per example: each example starts with no shared traces (reproducible)."""
-
-    class Graph(brainx.nn.Module):
-        def __init__(self, spec):
-            super().__init__()
-            self.data = build(spec)
-            self.calls = brainx.State(jnp.zeros(()))
-
-        @transform.jit
-        def step(self, arg):
-            parts = fold(self.data, arg, [])
-            self.calls.value = self.calls.value + arg.sum()
-            return jnp.concatenate([jnp.ravel(jnp.asarray(p, jnp.float32)) for p in parts])
-
-    return Graph
-
-
-special_floats = st.sampled_from([0.0, -0.0, 1.5, -2.0, math.nan, math.inf, -math.inf])
-floats = st.one_of(special_floats, st.floats(-10, 10, width=32))
-small_text = st.text(alphabet="abz", max_size=3)
-array_values = st.lists(floats, min_size=2, max_size=2).map(tuple)
-
-leaf_specs = st.one_of(
-    floats.map(lambda v: ("float", v)),
-    st.integers(-3, 3).map(lambda v: ("int", v)),
-    st.booleans().map(lambda v: ("bool", v)),
-    small_text.map(lambda v: ("str", v)),
-    st.tuples(st.just("array"), array_values, st.sampled_from(["float32", "int32"])).map(
-        lambda s: s if s[2] == "float32" else
-        ("array", tuple(0 if math.isnan(v) or math.isinf(v) else int(v) for v in s[1]), s[2])),
-    st.tuples(st.just("state"), array_values, floats, small_text),
-    st.tuples(st.just("partial"), st.sampled_from(["functools", "jax"]),
-              st.sampled_from(["scale", "shift"]), floats),
-    st.tuples(st.just("xfloat"), floats, floats),
-)
-
-
-def _containers(children):
-    keyed = st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), children), max_size=3,
-                     unique_by=lambda kv: kv[0]).map(tuple)
-    return st.one_of(
-        st.lists(children, max_size=3).map(lambda l: ("list", tuple(l))),
-        st.lists(children, max_size=3).map(lambda l: ("tuple", tuple(l))),
-        keyed.map(lambda kv: ("dict", kv)),
-        st.tuples(st.just("xdict"), keyed, floats),
-    )
-
-
-graph_specs = st.recursive(leaf_specs, _containers, max_leaves=8)
-
-
-def places(spec, path=()):
-    """Every path in a spec (the root included), to change one of them."""
-    yield path
-    if spec[0] in ("list", "tuple"):
-        for i, s in enumerate(spec[1]):
-            yield from places(s, path + (i,))
-    elif spec[0] in ("dict", "xdict"):
-        for i, (_, s) in enumerate(spec[1]):
-            yield from places(s, path + (i,))
-
-
-def replace(spec, path, new):
-    if not path:
-        return new
-    i, rest = path[0], path[1:]
-    items = list(spec[1])
-    if spec[0] in ("list", "tuple"):
-        items[i] = replace(items[i], rest, new)
-    else:
-        items[i] = (items[i][0], replace(items[i][1], rest, new))
-    return (spec[0], tuple(items)) + tuple(spec[2:])
-
-
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(spec=graph_specs, data=st.data())
-def test_random_attribute_graphs_share_only_when_sound(spec, data):
-    if data.draw(st.booleans(), label="identical"):
-        other = spec
-    else:
-        where = data.draw(st.sampled_from(list(places(spec))), label="where")
-        other = replace(spec, where, data.draw(graph_specs, label="new"))
-    args = (jnp.array([1.0, 2.0]), jnp.array([3.0, -1.0]))
-
-    def scenario():
-        Graph = make_graph_class()
-        a, b = Graph(spec), Graph(other)
-        outs = [a.step(args[0]), b.step(args[1]), a.step(args[1])]
-        values = [s.value for m in (a, b) for s in states_of(m.data) + [m.calls]]
-        return outs, values
-
-    got_outs, got_values = scenario()
-    want_outs, want_values = eager(scenario)
-    for got, want in zip(got_outs, want_outs):
-        close(got, want)
-    assert len(got_values) == len(want_values)
-    for got, want in zip(got_values, want_values):
-        close(got, want)
 
 
 # -- found by review: dtypes that print alike, True vs 1 as keys, weak registries, rebound globals --
