@@ -1,4 +1,5 @@
 """A checkpointed simulation step, differentiated through a long simulation.
+=========================================================================
 
 A leaky recurrent layer is stepped T times with ``@transform.checkpoint`` on
 the step; ``transform.grad`` differentiates the loss w.r.t. the weights. We

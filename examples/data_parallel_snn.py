@@ -1,4 +1,5 @@
 """Train the recurrent spiking network of ``snn_bptt.py`` data-parallel over every device.
+=======================================================================================
 
 The model, data and loss are ``snn_bptt.py``'s. Data parallelism here is the compiler's
 kind: the parameters (and Adam's moments) are replicated on a one-axis mesh ``"data"``, the

@@ -1,4 +1,5 @@
 """A conductance-based E/I network with 1.5 ms axonal delays (the COBA benchmark of Vogels & Abbott 2005).
+=======================================================================================================
 
 4000 LIF neurons (3200 excitatory, 800 inhibitory; membrane in mV, 5 ms
 refractory) each send ``p * n`` random synapses (p = 2 %, 80) to the network. A

@@ -1,4 +1,5 @@
 """An excitatory/inhibitory spiking network (CUBA, after Vogels & Abbott 2005), with units and noise.
+==================================================================================================
 
 ``n_exc`` excitatory and ``n_inh`` inhibitory LIF neurons (membrane in mV,
 refractory 5 ms) are randomly connected; each population's spikes drive an

@@ -1,4 +1,5 @@
 """A large recurrent network of leaky integrate-and-fire neurons, sharded by neurons.
+==================================================================================
 
 Each device holds the membrane potentials of ``N / devices`` neurons and the columns of
 the recurrent weight matrix that feed them (``W: P(None, "model")``, ``V: P("model")``),

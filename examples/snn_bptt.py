@@ -1,4 +1,5 @@
 """Train a recurrent spiking network by backpropagation through time (BPTT).
+=========================================================================
 
 The task: each trial is ``T`` ms of Poisson spike trains on ``n_in`` input
 channels, all firing at 10 Hz except a bump of channels at up to 30 Hz whose

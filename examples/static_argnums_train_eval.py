@@ -1,4 +1,5 @@
 """One checkpointed step, two behaviours: a Python ``training`` flag as a static argument.
+=======================================================================================
 
 In training the step adds noise to the input current and drops out spikes; in
 evaluation it does neither. The flag is a Python ``bool`` passed through

@@ -25,7 +25,7 @@ def test_graph_modules_do_not_import_nn():
         lines = open(mod.__file__).read().splitlines()
         assert not [ln for ln in lines if ln.startswith(("from brainx.nn", "import brainx.nn"))]
         assert not [ln for ln in lines if ln.startswith("        from brainx")]   # no deferred ones
-    from brainx.nn.node import Node as NnNode
+    from brainx.nn.modules.node import Node as NnNode
     assert NnNode is graph.Node
 
 

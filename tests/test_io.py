@@ -49,7 +49,7 @@ def _build(seed):
 def _everything(net, opt):
     tree = {"net": net, "opt": opt, "rng": brainx.random.DEFAULT}
     leaves = []
-    for s in brainx.nn.module.iter_tree(tree):
+    for s in brainx.nn.modules.module.iter_tree(tree):
         if isinstance(s[1], State):
             value = s[1].value
             for x in jax.tree.leaves(value, is_leaf=lambda v: isinstance(v, u.Quantity)):
@@ -148,12 +148,12 @@ def test_mismatches_name_the_state_and_change_nothing(tmp_path):
 
     def unchanged_after(target, match, **kw):
         before = [np.asarray(u.get_mantissa(x)) for x in jax.tree.leaves(
-            [s.value for _, s in brainx.nn.module.iter_tree(target) if isinstance(s, State)],
+            [s.value for _, s in brainx.nn.modules.module.iter_tree(target) if isinstance(s, State)],
             is_leaf=lambda v: isinstance(v, u.Quantity))]
         with pytest.raises(CheckpointError, match=match):
             load(path, target, **kw)
         after = [np.asarray(u.get_mantissa(x)) for x in jax.tree.leaves(
-            [s.value for _, s in brainx.nn.module.iter_tree(target) if isinstance(s, State)],
+            [s.value for _, s in brainx.nn.modules.module.iter_tree(target) if isinstance(s, State)],
             is_leaf=lambda v: isinstance(v, u.Quantity))]
         assert all(np.array_equal(a, b) for a, b in zip(before, after))
 

@@ -22,7 +22,7 @@ pytest.importorskip("brainevent")
 
 import brainx  # noqa: E402
 from brainx import nn  # noqa: E402
-from brainx.nn.event_conn import fixed_num_indices  # noqa: E402
+from brainx.nn.connectivity.event_conn import fixed_num_indices  # noqa: E402
 
 needs_numba = pytest.mark.skipif(not nn.event_backend.has_numba(), reason="numba is not installed")
 
@@ -285,7 +285,7 @@ def test_numba_backend_matches_the_dense_layer():
 # -- optional dependency ---------------------------------------------------------------
 
 def test_a_missing_brainevent_names_the_extra(monkeypatch):
-    from brainx.nn import event_backend
+    from brainx.nn.connectivity import event_backend
     monkeypatch.setattr(event_backend, "_MODULE", None)
     monkeypatch.setitem(sys.modules, "brainevent", None)
     with pytest.raises(ImportError, match=r"brainx\[event\]") as info:

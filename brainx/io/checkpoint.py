@@ -29,7 +29,7 @@ from brainx import environ as brainx_environ
 from brainx.io.codec import (
     as_key_record, decode_leaf, describe_spec, encode_leaf, spec, spec_of_record,
 )
-from brainx.nn.module import iter_tree
+from brainx.nn.modules.module import iter_tree
 from brainx.state.state import State
 
 __all__ = ["save", "load", "CheckpointError"]

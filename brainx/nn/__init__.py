@@ -13,84 +13,85 @@ constrained parameters (:class:`Param` and its transforms) and regularisers (doc
 running metrics and :func:`clip_grad_norm` for training loops.
 """
 
-from brainx.nn import init, surrogate
-from brainx.nn.activations import (
+from brainx.mixin import ParamDescriber
+from brainx.nn import hooks, init, surrogate
+from brainx.nn.connectivity import event_backend
+from brainx.nn.hooks import (
+    not_receive_update_input, not_receive_update_output, receive_update_input,
+    receive_update_output,
+)
+
+# the module tree
+from brainx.nn.modules.collective import (
+    assign_state_values, call_all_fns, call_order, init_all_states, reset_all_states,
+    vmap_call_all_fns, vmap_init_all_states, vmap_reset_all_states,
+)
+from brainx.nn.modules.containers import ElementWiseBlock, Sequential
+from brainx.nn.modules.module import Module, iter_tree
+from brainx.nn.modules.param_count import count_parameters
+from brainx.nn.modules.vmap_module import Vmap
+
+# deep-learning layers
+from brainx.nn.layers.activations import (
     celu, elu, gelu, glu, hard_shrink, hard_sigmoid, hard_silu, hard_swish, hard_tanh,
     leaky_relu, log_sigmoid, log_softmax, logsumexp, mish, one_hot, prelu, relu, relu6, rrelu,
     selu, sigmoid, silu, soft_shrink, soft_sign, softmax, softmin, softplus, sparse_plus,
     sparse_sigmoid, squareplus, standardize, swish, tanh, tanh_shrink,
 )
-from brainx.nn.collective import (
-    assign_state_values, call_all_fns, call_order, init_all_states, reset_all_states,
-    vmap_call_all_fns, vmap_init_all_states, vmap_reset_all_states,
-)
-from brainx.nn.containers import ElementWiseBlock, Sequential
-from brainx.nn.conv import (
+from brainx.nn.layers.conv import (
     Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d,
 )
-from brainx.mixin import ParamDescriber
-from brainx.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
-from brainx.nn.elementwise import (
+from brainx.nn.layers.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from brainx.nn.layers.elementwise import (
     CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, Identity,
     LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, RReLU, Sigmoid, SiLU, Softmax,
     Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
 )
-from brainx.nn.embedding import Embedding
-from brainx.nn.linear import Linear
-from brainx.nn.vmap_module import Vmap
-from brainx.nn.linear_variants import LoRA, ScaledWSLinear, SignedWLinear, weight_standardization
-from brainx.nn.module import Module, iter_tree
-from brainx.nn.neuron import ALIF, LIF, LIFRef, Neuron, exp_decay
-from brainx.nn.normalization import (
+from brainx.nn.layers.embedding import Embedding
+from brainx.nn.layers.linear import Linear
+from brainx.nn.layers.linear_variants import LoRA, ScaledWSLinear, SignedWLinear, weight_standardization
+from brainx.nn.layers.normalization import (
     BatchNorm0d, BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm,
 )
-from brainx.nn.param_count import count_parameters
-from brainx.nn.pooling import (
+from brainx.nn.layers.pooling import (
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,
     AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d,
     MaxPool2d, MaxPool3d,
 )
-from brainx.nn.rnn_cells import GRUCell, LSTMCell, RNNCell, ValinaRNNCell
-from brainx.nn.shape_ops import Flatten, Unflatten
-from brainx.nn.synapse import Expon
+from brainx.nn.layers.rnn_cells import GRUCell, LSTMCell, RNNCell, ValinaRNNCell
+from brainx.nn.layers.shape_ops import Flatten, Unflatten
 
-# -- dynamics and delays (branch dynamics) --------------------------------------------------
-from brainx.nn import hooks
-from brainx.nn.delay import Delay, DelayAccess, StateWithDelay
-from brainx.nn.dynamics import Dynamics
-from brainx.nn.exp_euler import exp_euler_step
-from brainx.nn.hooks import (
-    not_receive_update_input, not_receive_update_output, receive_update_input,
-    receive_update_output,
-)
-from brainx.nn.prefetch import (
+# brain dynamics: neurons, synapses, delays
+from brainx.nn.dynamics.base import Dynamics
+from brainx.nn.dynamics.delay import Delay, DelayAccess, StateWithDelay
+from brainx.nn.dynamics.exp_euler import exp_euler_step
+from brainx.nn.dynamics.neuron import ALIF, LIF, LIFRef, Neuron, exp_decay
+from brainx.nn.dynamics.prefetch import (
     OutputDelayAt, Prefetch, PrefetchDelay, PrefetchDelayAt, init_maybe_prefetch,
 )
-from brainx.nn.synapse import Alpha, DualExpon, Synapse
-from brainx.nn.synouts import COBA, CUBA, SynOut
-# -- end dynamics and delays ------------------------------------------------------------------
+from brainx.nn.dynamics.synapse import Alpha, DualExpon, Expon, Synapse
+from brainx.nn.dynamics.synouts import COBA, CUBA, SynOut
 
-# --- event-driven connectivity and constrained parameters (branch eventconn) ---
-from brainx.nn import event_backend
-from brainx.nn.event_backend import get_event_backend, set_event_backend, use_event_backend
-from brainx.nn.event_conn import EventFixedNumConn, EventFixedProb, FixedNumConn
-from brainx.nn.event_linear import EventLinear
-from brainx.nn.param import Const, Param
-from brainx.nn.param_transforms import (
+# connectivity between populations
+from brainx.nn.connectivity.event_backend import get_event_backend, set_event_backend, use_event_backend
+from brainx.nn.connectivity.event_conn import EventFixedNumConn, EventFixedProb, FixedNumConn
+from brainx.nn.connectivity.event_linear import EventLinear
+from brainx.nn.connectivity.sparse_linear import SparseLinear
+
+# constrained parameters and regularisers
+from brainx.nn.params.param import Const, Param
+from brainx.nn.params.param_transforms import (
     AffineT, ChainT, ClipT, ExpT, IdentityT, LogT, NegativeT, NegSoftplusT, PositiveT, SigmoidT,
     SoftplusT, SoftsignT, TanhT, Transform,
 )
-from brainx.nn.sparse_linear import SparseLinear
-# --- end eventconn ---
-
-# --- brainstate tutorial gaps (branch nntut) ---
-from brainx.nn.grad_clip import clip_grad_norm
-from brainx.nn.metrics import AccuracyMetric, AverageMetric, Metric, MetricState, MultiMetric
-from brainx.nn.param_transforms_more import (
+from brainx.nn.params.param_transforms_more import (
     MaskedT, OrderedT, PowerT, ReluT, ScaledSigmoidT, SimplexT, UnitVectorT,
 )
-from brainx.nn.regularization import ElasticNetReg, GaussianReg, L1Reg, L2Reg, Regularization
-# --- end nntut ---
+from brainx.nn.params.regularization import ElasticNetReg, GaussianReg, L1Reg, L2Reg, Regularization
+
+# training-loop helpers
+from brainx.nn.training.grad_clip import clip_grad_norm
+from brainx.nn.training.metrics import AccuracyMetric, AverageMetric, Metric, MetricState, MultiMetric
 
 __all__ = [
     # modules and collective operations
@@ -118,21 +119,15 @@ __all__ = [
     "softmin", "sparse_plus", "sparse_sigmoid",
     # spiking models
     "Neuron", "LIF", "LIFRef", "ALIF", "Expon", "exp_decay", "init", "surrogate",
-    # -- dynamics and delays (branch dynamics) --
     "Dynamics", "Synapse", "Alpha", "DualExpon", "SynOut", "COBA", "CUBA", "exp_euler_step",
     "Delay", "DelayAccess", "StateWithDelay", "Prefetch", "PrefetchDelay", "PrefetchDelayAt",
     "OutputDelayAt", "init_maybe_prefetch", "receive_update_input", "not_receive_update_input",
     "receive_update_output", "not_receive_update_output", "hooks",
-    # -- end dynamics and delays --
-    # --- event-driven connectivity and constrained parameters (branch eventconn) ---
     "FixedNumConn", "EventFixedNumConn", "EventFixedProb", "EventLinear", "SparseLinear",
     "event_backend", "set_event_backend", "get_event_backend", "use_event_backend",
     "Param", "Const", "Transform", "IdentityT", "SoftplusT", "NegSoftplusT", "ExpT", "LogT",
     "SigmoidT", "TanhT", "SoftsignT", "ClipT", "AffineT", "ChainT", "PositiveT", "NegativeT",
-    # --- end eventconn ---
-    # --- brainstate tutorial gaps (branch nntut) ---
     "Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg", "ReluT", "ScaledSigmoidT",
     "PowerT", "MaskedT", "SimplexT", "UnitVectorT", "OrderedT", "clip_grad_norm", "Metric",
     "MetricState", "AverageMetric", "AccuracyMetric", "MultiMetric",
-    # --- end nntut ---
 ]

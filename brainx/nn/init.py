@@ -66,7 +66,7 @@ class Initializer:
     """
 
     #: Instances are compared by type and attributes when jitted methods of the modules
-    #: holding them are shared between instances (see ``brainx.transform.graphdef``).
+    #: holding them are shared between instances (see ``brainx.transform.compiled.instance_sharing``).
     _share_by_attributes = True
 
     unit = None

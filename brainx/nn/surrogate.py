@@ -104,7 +104,7 @@ class Surrogate:
     """
 
     #: Instances are compared by type and attributes when jitted methods of the modules
-    #: holding them are shared between instances (see ``brainx.transform.graphdef``).
+    #: holding them are shared between instances (see ``brainx.transform.compiled.instance_sharing``).
     _share_by_attributes = True
 
     _params: Dict[str, Any] = {}

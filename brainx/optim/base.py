@@ -35,7 +35,7 @@ import numpy as np
 import optax
 from jax.core import Tracer
 
-from brainx.nn.module import Module
+from brainx.nn.modules.module import Module
 from brainx.state.state import LongTermState, State
 
 __all__ = ["OptimState", "OptaxOptimizer", "Optimizer"]

@@ -5,7 +5,7 @@ names, mapped axes) so that a model that is deleted does not stay alive
 through them. Those references are :class:`StateRef` s. Any other reference
 to a state, weak or strong, is the program's: a registry, a global, an
 optimiser. Sharing one trace between instances
-(:mod:`brainx.transform.graphdef`) needs the difference: a state the program
+(:mod:`brainx.transform.compiled.instance_sharing`) needs the difference: a state the program
 can reach from outside an instance may not be that instance's own.
 """
 

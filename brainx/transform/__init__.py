@@ -25,7 +25,7 @@ from brainx.transform.remat.checkpointed_loops import (
 from brainx.transform.control.conditions import cond, ifelse, switch
 from brainx.transform.core.inspect import eval_shape, make_jaxpr
 from brainx.transform.core.jaxpr_code import jaxpr_to_python_code
-from brainx.transform.jit import JittedFunction, jit
+from brainx.transform.compiled.jit import JittedFunction, jit
 from brainx.transform.control.loop_cache import clear_loop_cache
 from brainx.transform.control.loops import bounded_while_loop, for_loop, scan, while_loop
 from brainx.transform.mapping.vmap import VmappedFunction, map, vmap

@@ -22,7 +22,7 @@ import weakref
 from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 from brainx.state.trace import inside_transform
-from brainx.transform.jit import JittedFunction
+from brainx.transform.compiled.jit import JittedFunction
 
 __all__ = ["compile_once", "run_compiled_once", "clear_loop_cache", "loop_cache_size",
            "WeakFunction"]

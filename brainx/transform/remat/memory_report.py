@@ -36,7 +36,7 @@ import numpy as np
 from brainx import environ
 from brainx.state.trace import StateTraceStack
 from brainx.transform.autodiff.gradients import grad
-from brainx.transform.jit import jit
+from brainx.transform.compiled.jit import jit
 from brainx.transform.remat.checkpoint_strategies import (
     Binomial, CheckpointStrategy, Nested, NoRemat, PerStepRemat, as_strategy,
 )

@@ -1,0 +1,272 @@
+"""Fixed-number sparse connectivity: `FixedNumConn`, `EventFixedNumConn` (= `EventFixedProb`).
+
+A spiking network's synapses are sparse and its inputs are sparser: at a 2 %
+connection probability and a 5 % firing rate, a dense ``spikes @ W`` spends
+more than 99.9 % of its multiply-adds on zeros. These layers store only the
+synapses and let brainevent (:mod:`brainx.nn.connectivity.event_backend`) add up the
+weights of the rows whose presynaptic neuron fired.
+
+Each presynaptic neuron (``efferent_target="post"``) projects to ``conn_num``
+postsynaptic neurons drawn at random (or each postsynaptic neuron receives
+from ``conn_num`` presynaptic ones, ``efferent_target="pre"``). The targets
+are drawn once, on the host, from ``seed`` (or from :mod:`brainx.random`
+when no seed is given), and are constants of the compiled step; the weights
+are one trainable :class:`~brainx.ParamState`, ``self.weight``, of shape
+``(rows, conn_num)`` (or a scalar: one weight shared by every synapse).
+
+=====================  ==============================  ========================================
+layer                  input                           product
+=====================  ==============================  ========================================
+``FixedNumConn``       floats (or bools, as 0/1)       ``x @ W``, exactly, over stored synapses
+``EventFixedNumConn``  spikes: bool, or 0/1 floats     sum of the rows of ``W`` that fired
+=====================  ==============================  ========================================
+
+For ``EventFixedNumConn`` an input entry is an event when it is ``True``
+(or ``> 0``); its value does not scale the weights. The gradient with
+respect to a float input is that of ``x @ W`` (what a surrogate spike
+function needs), and with respect to the weights that of the dense layer
+restricted to the stored synapses.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+import brainunit as u
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from brainx import random as brainx_random
+from brainx.nn.connectivity.event_backend import as_events, load_brainevent
+from brainx.nn.init import param
+from brainx.nn.modules.module import Module
+from brainx.state.state import ParamState
+
+__all__ = ["FixedNumConn", "EventFixedNumConn", "EventFixedProb", "fixed_num_indices"]
+
+
+def fixed_num_indices(n_rows: int, n_cols: int, conn_num: int, allow_multi_conn: bool = True,
+                      seed: Optional[int] = None) -> np.ndarray:
+    """For each of ``n_rows`` rows, ``conn_num`` column indices drawn from ``range(n_cols)``.
+
+    Parameters
+    ----------
+    n_rows, n_cols : int
+        Rows (the neurons that own the connections) and candidate columns.
+    conn_num : int
+        Connections per row.
+    allow_multi_conn : bool
+        Draw with replacement (a pair may repeat: its weights add up).
+        ``False``: distinct columns in each row (needs ``conn_num <= n_cols``).
+    seed : int, optional
+        NumPy seed; ``None``: a seed drawn from :mod:`brainx.random`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int32`` array of shape ``(n_rows, conn_num)``.
+
+    Examples
+    --------
+    >>> from brainx.nn.connectivity.event_conn import fixed_num_indices
+    >>> idx = fixed_num_indices(4, 10, 3, allow_multi_conn=False, seed=0)
+    >>> idx.shape, all(len(set(row)) == 3 for row in idx.tolist())
+    ((4, 3), True)
+    """
+    return _draw_indices(_host_rng(seed), n_rows, n_cols, conn_num, allow_multi_conn)
+
+
+def _host_rng(seed: Optional[int]) -> np.random.RandomState:
+    """A NumPy generator from ``seed``, or from a key of :mod:`brainx.random` when ``None``."""
+    if seed is None:
+        seed = int(jax.random.randint(brainx_random.split_key(), (), 0, np.iinfo(np.int32).max))
+    return np.random.RandomState(seed)
+
+
+def _draw_indices(rng, n_rows, n_cols, conn_num, allow_multi_conn) -> np.ndarray:
+    if allow_multi_conn:
+        return rng.randint(0, n_cols, size=(n_rows, conn_num)).astype(np.int32)
+    if conn_num > n_cols:
+        raise ValueError(f"allow_multi_conn=False: cannot draw {conn_num} distinct targets out of "
+                         f"{n_cols}; lower conn_num or allow repeated connections.")
+    # argpartition of uniform keys: a uniform draw without replacement per row.
+    keys = rng.random_sample((n_rows, n_cols))
+    return np.argpartition(keys, conn_num - 1, axis=1)[:, :conn_num].astype(np.int32)
+
+
+class FixedNumConn(Module):
+    """Sparse layer ``y = x @ W`` where every row of ``W`` has ``conn_num`` random synapses.
+
+    Parameters
+    ----------
+    in_size, out_size : int or tuple of int
+        Presynaptic and postsynaptic sizes (their last axes count).
+    conn_num : int or float
+        Synapses per presynaptic neuron (``efferent_target="post"``) or per
+        postsynaptic neuron (``"pre"``); a float in ``[0, 1]`` is a connection
+        probability (``int(p * n)`` synapses per neuron).
+    conn_weight : float, array, Quantity or initialiser
+        A scalar (one weight shared by every synapse) or an initialiser /
+        array of shape ``(rows, conn_num)``. Its unit is the output's.
+    efferent_target : {"post", "pre"}
+        Whose connection count is fixed.
+    afferent_ratio : float
+        The fraction of rows that have connections at all (the others have
+        none); below 1 the synapses are stored as CSR (``"post"``) or CSC.
+    allow_multi_conn : bool
+        Whether a pair may be drawn twice (its weights add).
+    seed : int, optional
+        Seed of the connectivity (``None``: from :mod:`brainx.random`).
+    name : str, optional
+        A label for ``repr``.
+    conn_init : {"vmap", "for_loop"}
+        Accepted for brainstate's signature: brainx always draws the
+        connectivity on the host with NumPy, at once.
+    param_type : type
+        The State class of the weights (``ParamState``: trainable).
+    backend : str, optional
+        brainevent backend of the event product (``"numba"`` or ``"jax_raw"``
+        on CPU); ``None``: the global choice (:func:`set_event_backend`).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainunit as u, brainx
+    >>> layer = brainx.nn.FixedNumConn(6, 4, conn_num=2, conn_weight=0.5 * u.mS, seed=0)
+    >>> layer.conn_num, layer.indices.shape
+    (2, (6, 2))
+    >>> y = layer(jnp.ones(6))            # every synapse once: 6 * 2 * 0.5 mS in all
+    >>> float(u.math.sum(y).to_decimal(u.mS))
+    6.0
+    """
+
+    def __init__(self, in_size, out_size, conn_num: Union[int, float], conn_weight: Any,
+                 efferent_target: str = "post", afferent_ratio: float = 1.0,
+                 allow_multi_conn: bool = True, seed: Optional[int] = None,
+                 name: Optional[str] = None, conn_init: str = "vmap",
+                 param_type: type = ParamState, backend: Optional[str] = None):
+        super().__init__(name=name)
+        self.in_size = in_size
+        self.out_size = out_size
+        if efferent_target not in ("pre", "post"):
+            raise ValueError(f"{type(self).__name__}: efferent_target must be 'pre' or 'post', "
+                             f"got {efferent_target!r}.")
+        if conn_init not in ("vmap", "for_loop"):
+            raise ValueError(f"{type(self).__name__}: conn_init must be 'vmap' or 'for_loop', "
+                             f"got {conn_init!r}.")
+        if not 0.0 <= afferent_ratio <= 1.0:
+            raise ValueError(f"{type(self).__name__}: afferent_ratio must be in [0, 1], "
+                             f"got {afferent_ratio}.")
+        self.efferent_target = efferent_target
+        self.afferent_ratio = afferent_ratio
+        self.allow_multi_conn = allow_multi_conn
+        self.seed = seed
+        self.backend = backend
+        n_pre, n_post = self.in_size[-1], self.out_size[-1]
+        n_rows, n_cols = (n_pre, n_post) if efferent_target == "post" else (n_post, n_pre)
+        self.conn_num = _conn_number(conn_num, n_cols, type(self).__name__)
+
+        self.conn = None
+        if self.conn_num < 1:   # no synapse: the output is a zero of the weight's unit
+            self.weight = u.math.asarray(param(conn_weight, (), allow_none=False))
+            return
+        be = load_brainevent(type(self).__name__)
+        rng = _host_rng(seed)
+        indices = _draw_indices(rng, n_rows, n_cols, self.conn_num, allow_multi_conn)
+        shape = (n_pre, n_post)
+        if afferent_ratio == 1.0:
+            self.row_selected = np.ones(n_rows, bool)
+        else:
+            self.row_selected = rng.random_sample(n_rows) < afferent_ratio
+            indices = indices[self.row_selected]
+        self.indices = jnp.asarray(indices)
+        weight = _weight(conn_weight, indices.shape)
+        if efferent_target == "post" and afferent_ratio == 1.0:
+            self.conn = be.FixedNumPerPre(weight, self.indices, shape=shape, backend=backend)
+        else:
+            # compressed rows (CSR, rows = pre) or columns (CSC, columns = post): brainevent
+            # reads both in their favourable direction for ``x @ W``
+            counts = np.where(self.row_selected, self.conn_num, 0)
+            indptr = jnp.asarray(np.concatenate([[0], np.cumsum(counts)]), dtype=jnp.int32)
+            kind = be.CSR if efferent_target == "post" else be.CSC
+            self.conn = kind((_flat(weight), self.indices.ravel(), indptr), shape=shape,
+                             backend=backend)
+        self.weight = param_type(weight, name="weight")
+
+    @property
+    def _compressed(self) -> bool:
+        return not (self.efferent_target == "post" and self.afferent_ratio == 1.0)
+
+    def update(self, x):
+        """``x @ W`` over the stored synapses (``x``: ``(..., in)``)."""
+        return self._product(x, event=False)
+
+    # -- helpers -------------------------------------------------------------------
+    def _product(self, x, event: bool):
+        if self.conn is None:     # no synapse: zeros in the weight's unit
+            shape = tuple(jnp.shape(x))[:-1] + (self.out_size[-1],)
+            zeros = u.math.zeros(shape, dtype=u.math.asarray(x).dtype)
+            return u.maybe_decimal(zeros * u.get_unit(self.weight))
+        conn = self.conn.with_data(_flat(self.weight.value) if self._compressed else
+                                   self.weight.value)
+        return _matmul_last_axis(x, conn, event, type(self).__name__, self.in_size[-1])
+
+
+class EventFixedNumConn(FixedNumConn):
+    """:class:`FixedNumConn` driven by spikes: only the rows of active neurons are summed.
+
+    An input entry is an event when it is ``True`` (or ``> 0``); every
+    synapse of an active neuron adds its weight once. Parameters as
+    :class:`FixedNumConn`. ``EventFixedProb`` is the same class.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> layer = brainx.nn.EventFixedProb(5, 3, conn_num=3, conn_weight=1.0, seed=0,
+    ...                                  allow_multi_conn=False)
+    >>> spikes = jnp.array([True, False, False, True, False])
+    >>> layer(spikes).sum().item()        # two neurons fired, three synapses each
+    6.0
+    """
+
+    def update(self, spikes):
+        """Sum the weights of the synapses whose presynaptic neuron spiked."""
+        return self._product(spikes, event=True)
+
+
+EventFixedProb = EventFixedNumConn
+
+
+def _conn_number(conn_num, n_cols: int, who: str) -> int:
+    if isinstance(conn_num, (float, np.floating)):
+        if not 0.0 <= conn_num <= 1.0:
+            raise ValueError(f"{who}: a float conn_num is a probability in [0, 1], got {conn_num}.")
+        return int(n_cols * conn_num)
+    if not isinstance(conn_num, (int, np.integer)) or conn_num < 0:
+        raise ValueError(f"{who}: conn_num must be a non-negative int or a probability, "
+                         f"got {conn_num!r}.")
+    return int(conn_num)
+
+
+def _flat(weight):
+    """Compressed formats keep one weight per synapse in a flat vector (a shared one stays)."""
+    return weight if u.math.size(weight) == 1 else u.math.reshape(weight, (-1,))
+
+
+def _weight(conn_weight, shape):
+    """The initial synapse weights: a scalar stays one shared weight."""
+    w = param(conn_weight, shape, allow_none=False)
+    return u.math.asarray(w, dtype=float)
+
+
+def _matmul_last_axis(x, conn, event: bool, who: str, n_in: int):
+    """``x @ conn`` for ``x`` of shape ``(n_in,)`` or ``(..., n_in)``."""
+    shape = tuple(jnp.shape(x))
+    if not shape or shape[-1] != n_in:
+        raise ValueError(f"{who}: the input's last axis must have {n_in} entries "
+                         f"(the presynaptic size), got shape {shape}.")
+    flat = x if len(shape) <= 2 else u.math.reshape(x, (-1, n_in))
+    if event:
+        flat = load_brainevent(who).BinaryArray(as_events(u.get_mantissa(flat)))
+    y = flat @ conn
+    return y if len(shape) <= 2 else u.math.reshape(y, shape[:-1] + (y.shape[-1],))

@@ -1,0 +1,276 @@
+r"""Spiking neuron models on :class:`~brainx.nn.Dynamics`: `LIF` (optional refractory period), `LIFRef`, `ALIF`.
+
+All follow brainstate's conventions: each step first resets the neurons that
+spiked on the previous step, then integrates the membrane equation over one
+time step ``dt`` (from :mod:`brainx.environ`) exactly (exponential Euler,
+exact for these linear equations with the input held over the step), adds
+the delta inputs to ``V``, and returns the spikes of the new potential
+through a surrogate spike function.
+
+The input current is the argument ``x`` plus the registered current inputs
+(:meth:`~brainx.nn.Dynamics.add_current_input`); a callable input is called
+with the membrane potential, so a conductance-based input
+``g * (E - V)`` enters the exponential-Euler step with its dependence on
+``V``. Voltages, times and currents are brainunit quantities; plain numbers
+work too as long as they are consistent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import brainunit as u
+import jax
+
+from brainx import environ
+from brainx.nn.dynamics.base import Dynamics
+from brainx.nn.dynamics.exp_euler import exp_euler_step
+from brainx.nn.init import Constant, param
+from brainx.nn.surrogate import ReluGrad
+from brainx.state.state import HiddenState, ShortTermState
+
+__all__ = ["Neuron", "LIF", "LIFRef", "ALIF", "exp_decay"]
+
+
+def exp_decay(tau: Any) -> Any:
+    """``exp(-dt / tau)`` for the current ``dt``: the one-step decay of a linear variable."""
+    return u.math.exp(-environ.get_dt() / tau)
+
+
+class Neuron(Dynamics):
+    """Base class of spiking neurons: a :class:`~brainx.nn.Dynamics` with a spike function and a reset mode.
+
+    Parameters
+    ----------
+    in_size : int or tuple of int
+        The shape of the population (without batch).
+    spk_fun : callable
+        Maps the dimensionless distance to threshold to spikes; one of
+        :mod:`brainx.nn.surrogate` (default ``ReluGrad()``).
+    spk_reset : {"soft", "hard"}
+        ``"soft"`` subtracts ``V_th - V_reset`` after a spike (the gradient
+        flows through the reset); ``"hard"`` sets ``V`` to ``V_reset`` and
+        blocks the gradient through the reset amount.
+    """
+
+    def __init__(self, in_size, spk_fun: Callable = ReluGrad(), spk_reset: str = "soft",
+                 name: Optional[str] = None):
+        super().__init__(in_size, name=name)
+        if spk_reset not in ("soft", "hard"):
+            raise ValueError(f"spk_reset must be 'soft' or 'hard', got {spk_reset!r}.")
+        if not callable(spk_fun):
+            raise TypeError(f"spk_fun must be callable, got {spk_fun!r}.")
+        self.spk_fun = spk_fun
+        self.spk_reset = spk_reset
+
+    def _set_params(self, **values) -> None:
+        """Each value (a number, array or Quantity) as an attribute, checked against the size."""
+        for key, value in values.items():
+            setattr(self, key, param(value, self.varshape))
+
+    def _require(self, *names: str) -> None:
+        missing = [n for n in names if not hasattr(self, n)]
+        if missing:
+            raise RuntimeError(
+                f"{self!r} has no state {', '.join(missing)}: call init_state() on it (or "
+                "brainx.nn.init_all_states(model)) before reset_state() or update().")
+
+    def _reset_amount(self, last_v, V_th):
+        """What a spike subtracts from ``V`` (before multiplying by the spike)."""
+        if self.spk_reset == "soft":
+            return V_th - self.V_reset
+        return jax.lax.stop_gradient(last_v) - self.V_reset
+
+    def _membrane_step(self, V, x, tau):
+        """``V`` after one step of ``tau dV/dt = V_rest - V + R I``, then the delta inputs.
+
+        ``I`` is ``x`` plus the current inputs. Without current inputs the
+        step is the closed form (the input is constant over the step); with
+        them, exponential Euler, which handles inputs that depend on ``V``.
+        """
+        if not self.current_inputs:
+            V_inf = self.V_rest if x is None else self.V_rest + self.R * x
+            V = V_inf + (V - V_inf) * exp_decay(tau)
+        else:
+            x0 = 0.0 * (u.get_unit(self.V_th) / u.get_unit(self.R)) if x is None else x
+            V = exp_euler_step(
+                lambda v: (self.V_rest - v + self.R * self.sum_current_inputs(x0, v)) / tau, V)
+        return self.sum_delta_inputs(V)
+
+
+class LIF(Neuron):
+    r"""Leaky integrate-and-fire neuron.
+
+    .. math::  \tau \frac{dV}{dt} = -(V - V_{rest}) + R\,I(t)
+
+    A spike is emitted when ``V >= V_th``; on the next step ``V`` is reset
+    (see ``spk_reset``). With ``tau_ref``, ``V`` is then clamped to ``V_reset``
+    for ``tau_ref`` (rounded to whole steps): the input is ignored and the
+    neuron cannot spike.
+
+    Parameters
+    ----------
+    in_size : int or tuple of int
+        Population shape.
+    R : resistance
+        Membrane resistance (``1 * u.ohm``): ``R * I`` must be a voltage.
+    tau : time
+        Membrane time constant.
+    V_th, V_reset, V_rest : voltage
+        Threshold, reset and resting potentials.
+    tau_ref : time, optional
+        Refractory period. ``None`` (default): none.
+    V_initializer : initialiser or array-like
+        Initial ``V`` (see :func:`brainx.nn.init.param`).
+    spk_fun, spk_reset
+        See :class:`Neuron`.
+
+    States
+    ------
+    V : HiddenState
+        Membrane potential, shape ``(batch_size, *in_size)`` or ``in_size``.
+    t_ref : ShortTermState (only with ``tau_ref``)
+        Remaining refractory time.
+
+    Examples
+    --------
+    >>> import brainunit as u, brainx
+    >>> with brainx.environ.context(dt=1.0 * u.ms):
+    ...     lif = brainx.nn.init_all_states(brainx.nn.LIF(2, tau=10 * u.ms))
+    ...     spikes = [lif(2.0 * u.mA) for _ in range(8)]
+    >>> [int(s[0]) for s in spikes]
+    [0, 0, 0, 0, 0, 0, 1, 0]
+    """
+
+    def __init__(self, in_size, R=1.0 * u.ohm, tau=5.0 * u.ms, V_th=1.0 * u.mV,
+                 V_reset=0.0 * u.mV, V_rest=0.0 * u.mV, tau_ref=None,
+                 V_initializer=Constant(0.0 * u.mV), spk_fun: Callable = ReluGrad(),
+                 spk_reset: str = "soft", name: Optional[str] = None):
+        super().__init__(in_size, spk_fun=spk_fun, spk_reset=spk_reset, name=name)
+        self._set_params(R=R, tau=tau, V_th=V_th, V_reset=V_reset, V_rest=V_rest,
+                         tau_ref=tau_ref)
+        self.V_initializer = V_initializer
+
+    def init_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
+        self.V = HiddenState(param(self.V_initializer, self.varshape, batch_size, broadcast=True))
+        if self.tau_ref is not None:
+            self.t_ref = ShortTermState(self._no_refractory(batch_size))
+
+    def reset_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
+        self._require("V")
+        self.V.value = param(self.V_initializer, self.varshape, batch_size, broadcast=True)
+        if self.tau_ref is not None:
+            self._require("t_ref")
+            self.t_ref.value = self._no_refractory(batch_size)
+
+    def _no_refractory(self, batch_size):
+        return param(Constant(0.0 * self.tau_ref), self.varshape, batch_size, broadcast=True)
+
+    def get_spike(self, V=None):
+        """The spikes of potential ``V`` (default: the current one)."""
+        V = self.V.value if V is None else V
+        return self.spk_fun((V - self.V_th) / (self.V_th - self.V_reset))
+
+    def update(self, x=None):
+        """One step with input current ``x`` (``None``: no input); returns the spikes."""
+        self._require("V")
+        last_v = self.V.value
+        last_spk = self.get_spike(last_v)
+        V = last_v - self._reset_amount(last_v, self.V_th) * last_spk
+        V_new = self._membrane_step(V, x, self.tau)
+        if self.tau_ref is not None:
+            V_new = self._refractory(V_new, last_spk)
+        self.V.value = V_new
+        return self.get_spike(V_new)
+
+    def _refractory(self, V_new, last_spk):
+        dt = environ.get_dt()
+        t_ref = u.math.where(jax.lax.stop_gradient(last_spk) > 0, self.tau_ref,
+                             self.t_ref.value)
+        V_new = u.math.where(t_ref > dt / 2, self.V_reset + 0.0 * V_new, V_new)
+        self.t_ref.value = u.math.maximum(t_ref - dt, 0.0 * dt)
+        return V_new
+
+
+class LIFRef(LIF):
+    """:class:`LIF` with a refractory period by default (``tau_ref = 5 ms``), as in brainstate."""
+
+    def __init__(self, in_size, R=1.0 * u.ohm, tau=5.0 * u.ms, tau_ref=5.0 * u.ms,
+                 V_th=1.0 * u.mV, V_reset=0.0 * u.mV, V_rest=0.0 * u.mV,
+                 V_initializer=Constant(0.0 * u.mV), spk_fun: Callable = ReluGrad(),
+                 spk_reset: str = "soft", name: Optional[str] = None):
+        super().__init__(in_size, R=R, tau=tau, V_th=V_th, V_reset=V_reset, V_rest=V_rest,
+                         tau_ref=tau_ref, V_initializer=V_initializer, spk_fun=spk_fun,
+                         spk_reset=spk_reset, name=name)
+
+
+class ALIF(Neuron):
+    r"""Adaptive LIF: each spike raises the threshold, which relaxes back with ``tau_a``.
+
+    .. math::
+        \tau \frac{dV}{dt} = -(V - V_{rest}) + R\,I(t), \qquad
+        \tau_a \frac{da}{dt} = -a
+
+    A spike is emitted when ``V >= V_th + beta * a``; on the next step ``V`` is
+    reset and ``a`` grows by one.
+
+    Parameters
+    ----------
+    tau_a : time
+        Adaptation time constant.
+    beta : voltage
+        Threshold increase per unit of adaptation.
+    a_initializer : initialiser or array-like
+        Initial (dimensionless) adaptation.
+    Others
+        As :class:`LIF`.
+
+    Examples
+    --------
+    >>> import brainunit as u, brainx
+    >>> with brainx.environ.context(dt=1.0 * u.ms):
+    ...     alif = brainx.nn.init_all_states(brainx.nn.ALIF(1, tau=10 * u.ms, beta=0.5 * u.mV))
+    ...     spikes = [int(alif(3.0 * u.mA)[0]) for _ in range(30)]
+    >>> spikes.index(1), sum(spikes) < 10
+    (4, True)
+    """
+
+    def __init__(self, in_size, R=1.0 * u.ohm, tau=5.0 * u.ms, tau_a=100.0 * u.ms,
+                 V_th=1.0 * u.mV, V_reset=0.0 * u.mV, V_rest=0.0 * u.mV, beta=0.1 * u.mV,
+                 spk_fun: Callable = ReluGrad(), spk_reset: str = "soft",
+                 V_initializer=Constant(0.0 * u.mV), a_initializer=Constant(0.0),
+                 name: Optional[str] = None):
+        super().__init__(in_size, spk_fun=spk_fun, spk_reset=spk_reset, name=name)
+        self._set_params(R=R, tau=tau, tau_a=tau_a, V_th=V_th, V_reset=V_reset, V_rest=V_rest,
+                         beta=beta)
+        self.V_initializer = V_initializer
+        self.a_initializer = a_initializer
+
+    def init_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
+        self.V = HiddenState(param(self.V_initializer, self.varshape, batch_size, broadcast=True))
+        self.a = HiddenState(param(self.a_initializer, self.varshape, batch_size, broadcast=True))
+
+    def reset_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
+        self._require("V", "a")
+        self.V.value = param(self.V_initializer, self.varshape, batch_size, broadcast=True)
+        self.a.value = param(self.a_initializer, self.varshape, batch_size, broadcast=True)
+
+    def get_spike(self, V=None, a=None):
+        """The spikes of potential ``V`` with adaptation ``a`` (default: the current ones)."""
+        V = self.V.value if V is None else V
+        a = self.a.value if a is None else a
+        return self.spk_fun((V - self.V_th - self.beta * a) / (self.V_th - self.V_reset))
+
+    def update(self, x=None):
+        """One step with input current ``x`` (``None``: no input); returns the spikes."""
+        self._require("V", "a")
+        last_v, last_a = self.V.value, self.a.value
+        last_spk = self.get_spike(last_v, last_a)
+        V = last_v - self._reset_amount(last_v, self.V_th) * last_spk
+        a = last_a + last_spk
+        V = self._membrane_step(V, x, self.tau)
+        a = a * exp_decay(self.tau_a)
+        self.V.value = V
+        self.a.value = a
+        return self.get_spike(V, a)
+

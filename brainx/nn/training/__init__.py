@@ -1,0 +1,1 @@
+"""Training-loop helpers: running metrics and gradient clipping (re-exported by :mod:`brainx.nn`)."""

@@ -1,0 +1,328 @@
+"""The cache entries of ``transform.jit``, and how instances of a class share them.
+
+A :class:`JitEntry` is what one static key of a jitted function holds: the
+traces of every argument type seen, the states they touch (held weakly), and
+the ``jax.jit`` of a pure function that runs the right trace.
+
+:class:`InstanceSharing` lets the instances of a class share the traces and
+the compiled function of a ``@transform.jit`` method: an instance whose graph
+definition (:mod:`brainx.transform.compiled.instance_sharing`) equals one already traced runs
+that trace on its own states, found by the same paths, with no trace of its
+own and no compilation.
+"""
+
+from __future__ import annotations
+
+import types
+import weakref
+from collections import OrderedDict
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
+
+import jax
+
+from brainx.state.state import _EPOCH
+from brainx.state.trace import _THREAD
+from brainx.environ import reads as env_reads
+from brainx.environ.settings import settings_unchanged
+from brainx.random.state import DEFAULT_SOURCE
+from brainx.state.refs import StateRef
+from brainx.transform.compiled.instance_sharing import GraphDefinition, graph_definition
+from brainx.transform.core.jaxpr_builder import abstractify
+from brainx.transform.core.jaxpr_equal import jaxprs_equal
+from brainx.transform.compiled.jit_sharding import compile_pure
+from brainx.transform.core.stateful import (
+    RetraceNeeded, StateSignature, as_input, has_static_leaves,
+    read_state_values,
+)
+
+__all__ = ["JitEntry", "InstanceSharing"]
+
+
+class JitEntry:
+    """The compiled function of one static key, and the traces it runs.
+
+    ``states`` is the union of the states of every trace kept here (one per
+    argument type seen), ``write_states`` the states any of them writes. The
+    function handed to ``jax.jit`` takes the values of all of ``states`` and
+    returns new values for all of ``write_states``; it evaluates the trace
+    made for the argument types ``jax.jit`` traces it with (a trace that does
+    not write a state gives its value back unchanged). A type with no trace
+    yet raises :class:`~brainx.transform.core.stateful.RetraceNeeded`: the owner
+    traces the user's function for it and adds the trace here, or, if the
+    trace touches states this entry does not have, builds a new entry.
+
+    States are held weakly: when one is garbage collected (its model was
+    rebuilt, a global was rebound to a new State), the entry is stale and the
+    next call traces again.
+    """
+
+    __slots__ = ("plans", "index", "write_pos", "refs", "write_refs", "n_written", "jitted",
+                 "epoch", "static", "stateful", "shared", "plain", "fast", "env_reads",
+                 "env_version", "__weakref__")
+
+    def __init__(self, owner: Any, sigs: Sequence[StateSignature],
+                 previous: Optional["JitEntry"] = None, jitted: Optional[Callable] = None):
+        index: Dict[Any, int] = {}
+        written: Dict[Any, None] = {}
+        if previous is not None:  # keep its traces: the union of their states and the new ones
+            old_states, old_written = previous.states, previous.write_states
+            index.update((s, i) for i, s in enumerate(old_states))
+            written.update((s, None) for s in old_written)
+        for sig in sigs:
+            for s, w in zip(sig.states, sig.written):
+                index.setdefault(s, len(index))
+                if w:
+                    written[s] = None
+        states, write_states = tuple(index), tuple(written)
+        self.stateful = owner.stateful
+        self.epoch = _EPOCH[0]
+        # The settings (brainx.environ) its traces read; env_version[0]: the settings version
+        # they were last found unchanged at (a list: the generated fast call reads it in place).
+        self.env_reads: Dict[Any, Any] = {}
+        self.env_version = [env_reads.VERSION[0]]
+        self.fast: Optional[Callable] = None  # set by the owner (see transform/fast_call.py)
+        this = weakref.ref(self)
+
+        def stale(_ref):
+            entry = this()
+            if entry is not None:
+                entry.epoch = -1
+
+        self.refs = [StateRef(s, stale) for s in states]
+        # By identity: positions of each state, and of each written state among the outputs.
+        self.index = {id(s): i for s, i in index.items()}
+        self.write_pos = {id(s): k for k, s in enumerate(write_states)}
+        self.n_written = tuple(index[s] for s in write_states)
+        self.write_refs = [self.refs[i] for i in self.n_written]
+        self.plans: List[tuple] = []  # (trace, positions, write positions), newest last
+        if previous is not None:
+            for trace, local, own in previous.plans:
+                self.env_reads.update(trace.env_reads)
+                self.plans.append((trace, tuple(index[old_states[i]] for i in local),
+                                   tuple(self.write_pos[id(old_written[k])] for k in own)))
+        for sig in sigs:
+            self.add(sig)
+        # A jitted function shared between instances (see InstanceSharing) runs one trace only.
+        self.shared = jitted is not None
+        self.jitted = jitted or compile_pure(self._pure(), owner, states, write_states)
+
+    @property
+    def states(self) -> Tuple[Any, ...]:
+        return tuple(r() for r in self.refs)
+
+    @property
+    def write_states(self) -> Tuple[Any, ...]:
+        return tuple(r() for r in self.write_refs)
+
+    def fits(self, sig: StateSignature) -> bool:
+        """Whether ``sig`` touches only states of this entry, writing exactly those it writes."""
+        return not self.shared and all(id(s) in self.index and w == (id(s) in self.write_pos)
+                                       for s, w in zip(sig.states, sig.written))
+
+    def revalidate(self, sig: StateSignature) -> bool:
+        """After a structure change: keep this entry if ``sig`` is its one trace again.
+
+        True (and the entry is current again) when the entry holds a single
+        trace, its states are alive, and ``sig`` touches the same states in
+        the same roles with an equal jaxpr (:func:`jaxprs_equal`): the compiled
+        function computes what a new one would.
+        """
+        if len(self.plans) != 1 or self.shared or not self.alive():
+            return False
+        old, local, own = self.plans[0]
+        new = sig.trace
+        if (len(sig.states) != len(self.refs) or not self.fits(sig)
+                or local != tuple(self.index[id(s)] for s in sig.states)
+                or own != tuple(self.write_pos[id(s)] for s in sig.write_states)
+                or (old.arg_mask, old.in_avals, old.inputs, old.out_tree, old.written_specs,
+                    old.input_statics) != (new.arg_mask, new.in_avals, new.inputs, new.out_tree,
+                                           new.written_specs, new.input_statics)
+                or not jaxprs_equal(old.jaxpr, old.consts, new.jaxpr, new.consts)):
+            return False
+        self.epoch = _EPOCH[0]
+        self.env_reads = dict(new.env_reads)
+        self.env_version[0] = env_reads.VERSION[0]
+        return True
+
+    def alive(self) -> bool:
+        """Whether every state it holds is still alive (none was garbage collected)."""
+        return all(r() is not None for r in self.refs)
+
+    def settings_hold(self) -> bool:
+        """Whether the settings its traces read still have the values they read.
+
+        Cheap when no setting changed at all; otherwise the settings read are
+        compared, and on a match the entry is current again.
+        """
+        if self.env_version[0] == env_reads.VERSION[0]:
+            return True
+        if not settings_unchanged(self.env_reads):
+            return False
+        self.env_version[0] = env_reads.VERSION[0]
+        return True
+
+    def add(self, sig: StateSignature) -> None:
+        """Keep one more trace (see :meth:`fits`)."""
+        self.env_reads.update(sig.trace.env_reads)
+        self.plans.append((sig.trace, tuple(self.index[id(s)] for s in sig.states),
+                           tuple(self.write_pos[id(s)] for s in sig.write_states)))
+        # Every written value is one array: then the outputs of a call are all concrete
+        # or (under a raw JAX transform) all tracers, and the first one tells which.
+        # (jax.jit returns concrete arrays as ArrayImpl, so only pytree values differ.)
+        self.plain = all(spec.treedef.num_nodes == 1 and not spec.wrap
+                         for trace, _, _ in self.plans for spec in trace.written_specs)
+        self.static = any(has_static_leaves(r()._value) for r in self.refs
+                          if not isinstance(r()._value, jax.Array))
+
+    def _pure(self) -> Callable:
+        plans, n_written, stateful = self.plans, self.n_written, self.stateful
+
+        def pure(values, *dyn_args, **dyn_kwargs):
+            leaves = jax.tree.leaves((dyn_args, dyn_kwargs))
+            for trace, local, own in reversed(plans):  # the newest trace first
+                result = trace.run([values[i] for i in local], leaves, exact=True)
+                if result is None:
+                    continue
+                out, new_values = result
+                written = [values[i] for i in n_written]
+                for k, v in zip(own, new_values):
+                    written[k] = v
+                return out, written
+            raise RetraceNeeded(stateful)
+
+        pure.__name__ = f"jit_{getattr(stateful.fun, '__name__', 'fun')}"
+        return pure
+
+    def values(self) -> Optional[list]:
+        """The states' current values (``None`` if one was garbage collected)."""
+        if _THREAD.frames:
+            states = [r() for r in self.refs]
+            if any(s is None for s in states):
+                return None
+            return read_state_values(states)
+        try:
+            values = [r()._value for r in self.refs]
+        except AttributeError:  # a state died since the last call
+            return None
+        if self.static:
+            values = [as_input(v) for v in values]
+        return values
+
+
+class _Template:
+    """A trace of one instance, and how to find the same states in another."""
+
+    __slots__ = ("sig_trace", "written", "read", "locators", "jitted", "method")
+
+    def __init__(self, sig: StateSignature, locators: List[tuple], jitted: Callable,
+                 method: Callable):
+        self.sig_trace, self.written, self.read = sig.trace, sig.written, sig.read
+        self.locators = locators  # ("path", path) in the instance, or ("ref", weakref) outside it
+        self.jitted = jitted
+        self.method = method  # whose module-level names the outside states must still be
+
+    def signature_for(self, graph: GraphDefinition) -> Optional[StateSignature]:
+        """This trace's signature on ``graph``'s states (``None``: they cannot take it)."""
+        states = []
+        for kind, where in self.locators:
+            if kind == "path":
+                if where in graph.referenced_outside:  # maybe reached from outside: not its own
+                    return None
+                state = graph.states.get(where)
+            else:
+                state = where()
+                if state is not None and not _all_global([state], self.method):
+                    return None  # the global name now names another State: trace anew
+            if state is None:
+                return None
+            states.append(state)
+        if len(set(map(id, states))) != len(states):  # its own state is another's global
+            return None
+        return StateSignature(states=tuple(states), written=self.written, read=self.read,
+                              trace=self.sig_trace)
+
+
+class InstanceSharing:
+    """The shared traces of one ``@transform.jit`` method, keyed by graph definition.
+
+    At most ``max_templates`` are kept (the oldest is dropped first), as JAX
+    bounds its own caches.
+    """
+
+    def __init__(self, max_templates: int = 64):
+        self.max_templates = max_templates
+        self._templates: "OrderedDict[Hashable, _Template]" = OrderedDict()
+
+    @staticmethod
+    def _key(graph, key, dyn_args: tuple, dyn_kwargs: dict) -> Optional[Hashable]:
+        leaves, treedef = jax.tree.flatten((dyn_args, dyn_kwargs))
+        try:
+            return (graph.key, key, treedef, tuple(abstractify(x) for x in leaves))
+        except TypeError:
+            return None
+
+    def entry(self, owner: Any, instance: Any, key, dyn_args: tuple,
+              dyn_kwargs: dict) -> Optional[JitEntry]:
+        """The entry of an instance that matches a template (``None``: trace it)."""
+        graph = graph_definition(instance)
+        owner._graph = graph
+        if graph is None:
+            return None
+        tkey = self._key(graph, key, dyn_args, dyn_kwargs)
+        template = self._templates.get(tkey) if tkey is not None else None
+        if template is None or not settings_unchanged(template.sig_trace.env_reads):
+            return None  # none, or traced under other settings (brainx.environ)
+        sig = template.signature_for(graph)
+        if sig is None:
+            return None
+        return JitEntry(owner, [sig], jitted=template.jitted)
+
+    def register(self, owner: Any, key, dyn_args: tuple, dyn_kwargs: dict,
+                 sig: StateSignature) -> Optional[JitEntry]:
+        """The entry of the first instance with this graph; later ones will share it."""
+        graph = owner._graph
+        if graph is None or any(spec.wrap for spec in sig.trace.written_specs):
+            return None
+        tkey = self._key(graph, key, dyn_args, dyn_kwargs)
+        if tkey is None:
+            return None
+        paths = {id(s): p for p, s in graph.states.items()}
+        if any(paths[id(s)] in graph.referenced_outside for s in sig.states if id(s) in paths):
+            return None  # reached through the instance, or from outside? traced per instance
+        outside = [s for s in sig.states if id(s) not in paths]
+        if outside and not _all_global(outside, owner.fun):
+            return None  # found elsewhere (a registry, another object): maybe per instance
+        locators = [("path", paths[id(s)]) if id(s) in paths else ("ref", StateRef(s))
+                    for s in sig.states]
+        # Owner None: the function serves every instance; whoever calls it handles its retrace.
+        jitted = compile_pure(owner.stateful.pure_of(sig.trace, owner=None, exact=True), owner,
+                              sig.states, sig.write_states)
+        self._templates[tkey] = _Template(sig, locators, jitted, owner.fun)
+        while len(self._templates) > self.max_templates:
+            self._templates.popitem(last=False)
+        return JitEntry(owner, [sig], jitted=jitted)
+
+
+def _all_global(states: Sequence[Any], method: Any) -> bool:
+    """Whether every state is the same for every instance: the default generator, or a global.
+
+    A global is a State that the method's code names as a module-level
+    variable; a state reached any other way from outside the instance (a
+    registry keyed by the instance, an attribute of another object) may be
+    another one for the next instance.
+    """
+    func = getattr(method, "__func__", method)
+    code = getattr(func, "__code__", None)
+    named = set()
+    if code is not None:
+        namespace = getattr(func, "__globals__", {})
+        named = {id(namespace[n]) for n in _global_names(code) if n in namespace}
+    return all(s is DEFAULT_SOURCE[0] or id(s) in named for s in states)
+
+
+def _global_names(code: types.CodeType) -> set:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
