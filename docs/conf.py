@@ -1,49 +1,135 @@
 """Sphinx configuration for the brainx documentation site (``make docs``).
 
-Why Sphinx + MyST-parser + autodoc/autosummary (and not MkDocs + mkdocstrings): the docstrings are
-NumPy-style reStructuredText (``:func:`save```, ``.. note::``, doctest blocks, tables), which
-autodoc + napoleon render as written, while mkdocstrings expects Markdown docstrings; MyST lets
-the existing Markdown pages in docs/ stay as they are (tests/test_docs.py keeps running their
-code blocks). The build is offline (no intersphinx) and runs with ``-W``: warnings are errors.
+The stack, and why:
+
+* **Sphinx + MyST + autodoc/autosummary** (not MkDocs + mkdocstrings): the docstrings are
+  NumPy-style reStructuredText (``:func:`save```, ``.. note::``, doctest blocks, tables), which
+  autodoc + napoleon render as written; MyST keeps the guides in docs/*.md as Markdown
+  (tests/test_docs.py keeps running their code blocks).
+* **myst-nb** parses every Markdown page (it includes MyST) and executes the pages that are
+  notebooks (docs/tutorials/*.md, MyST notebooks with ``{code-cell}``), with a jupyter-cache
+  under docs/_build: a tutorial runs again only when its code changes.
+* **sphinx-gallery** runs examples/*.py and puts their printed output and figures on the site
+  (docs/gallery/, generated, gitignored; docs/_ext/gallery_hooks.py collects the PNGs the
+  examples save and gives each example small command-line sizes).
+* **sphinx-book-theme**, **sphinx-copybutton**, **sphinx-design** (cards on the index).
+* **Math offline**: sphinx-mathjax-offline copies MathJax 3 into the site (``_static/mathjax``)
+  and points ``mathjax_path`` at it, so no page loads anything from a CDN (``make docs-check``
+  fails on any script or stylesheet from another host).
+
+Autosummary writes one page per public object into docs/api/generated/ at every build; the
+folder is gitignored, not committed: the pages are derived from the docstrings, so writing
+them again each time keeps them in step with the code (several people edit brainx/ at once)
+and keeps ~650 derived files out of the history. The grouping (user API first, internals last)
+is the hand-written docs/api/*.rst; docs/_ext/api_coverage.py fails the build when a name in a
+module's ``__all__`` is on no API page.
+
+The build is offline (no intersphinx) and runs with ``-W``: warnings are errors.
 """
 
 import os
+import shutil
 import sys
 
-sys.path.insert(0, os.path.abspath(".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(HERE, "_ext"))
+
+import gallery_hooks  # noqa: E402  (docs/_ext)
+
+# autosummary writes the API pages again at every build (make docs runs with -E): start from
+# an empty folder, so that a name removed from the code leaves no stale page behind
+shutil.rmtree(os.path.join(HERE, "api", "generated"), ignore_errors=True)
+
+_XLA_FLAGS = gallery_hooks.set_device_count()   # 8 CPU devices for the gallery's examples
 
 project = "brainx"
 author = "the brainx developers"
 copyright = "2026, the brainx developers"
 
 extensions = [
-    "myst_parser",
+    "myst_nb",                      # Markdown (MyST) pages and executed MyST notebooks
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
+    "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",       # MathJax 3 copied into _static/mathjax: math renders offline
+    "sphinx_copybutton",
+    "sphinx_design",
+    "sphinx_gallery.gen_gallery",
+    "api_coverage",                 # docs/_ext: every public name is on an API page
 ]
 
-source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
 root_doc = "index"
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "_ext", "_templates",
+                    "gallery/*.ipynb", "gallery/*.py", "**.ipynb_checkpoints"]
 
-# -- autodoc: the API reference comes from the public modules' docstrings -----------------------
+# -- autodoc / autosummary: the API reference comes from the public modules' docstrings ------
 autodoc_default_options = {"members": True, "member-order": "bysource", "show-inheritance": True}
 autodoc_typehints = "description"        # type hints go under Parameters, not in the signature
 autodoc_preserve_defaults = True         # show ``dt=None``, not an evaluated default's repr
-autosummary_generate = False             # the API pages are written by hand, nothing is generated
+autosummary_generate = True              # docs/api/generated/: one page per public object
+autosummary_generate_overwrite = True
+autosummary_imported_members = True      # the public names are re-exported from submodules
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 napoleon_use_rtype = False
 
-# -- MyST: the hand-written pages are Markdown ----------------------------------------------------
+# -- MyST and myst-nb -------------------------------------------------------------------------------
 myst_heading_anchors = 3
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+nb_execution_mode = "cache"              # run a tutorial only when its code changed
+nb_execution_cache_path = os.path.join(HERE, "_build", ".jupyter_cache")
+nb_execution_timeout = 300
+nb_execution_raise_on_error = True       # a failing tutorial cell fails the build
+nb_execution_show_tb = True
+nb_merge_streams = True
+nb_ipywidgets_js = {}                    # no widgets, and no require.js from a CDN
 
-# -- HTML -----------------------------------------------------------------------------------------
-html_theme = "alabaster"                 # ships with Sphinx: no theme package to install
+# -- the examples gallery ------------------------------------------------------------------------
+sphinx_gallery_conf = {
+    "examples_dirs": gallery_hooks.prepare_sources(),   # examples/*.py, copied under _build
+    "gallery_dirs": "gallery",
+    # every example runs (with the small sizes of gallery_hooks.example_args), except those
+    # gallery_hooks.NOT_RUN names, which are shown as code with the reason
+    "filename_pattern": r"/(?!(%s)\.py$)[^/]+\.py$" % "|".join(gallery_hooks.NOT_RUN),
+    "ignore_pattern": r"__init__\.py",
+    "reset_argv": "gallery_hooks.reset_argv",
+    "image_scrapers": ("matplotlib", "gallery_hooks.saved_png_scraper"),
+    "reset_modules": ("matplotlib", "gallery_hooks.clear_saved_pngs"),
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "show_memory": False,
+    "write_computation_times": False,
+    "plot_gallery": "True",
+    "abort_on_example_error": True,
+    "only_warn_on_example_error": False,
+    "within_subsection_order": "FileNameSortKey",
+}
+
+# -- HTML ---------------------------------------------------------------------------------------
+html_theme = "sphinx_book_theme"
 html_title = "brainx"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["brainx.css"]
+html_theme_options = {
+    # the sidebar shows the branch of the current page only: with ~700 API pages, expanding
+    # the whole tree on every page made the HTML writing phase 6x slower
+    "collapse_navbar": True,
+    "max_navbar_depth": 3,
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "home_page_in_toc": True,
+    "use_download_button": False,
+    "use_fullscreen_button": False,
+}
+html_last_updated_fmt = None
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
 
 
 # -- two docstring habits that napoleon would render wrongly -----------------------------------------
@@ -91,6 +177,30 @@ def skip_foreign_attributes(app, what, name, obj, skip, options):
     return None
 
 
+def typing_any_is_not_a_filter(app, doctree):
+    """A parameter type ``Any`` is ``typing.Any``, not the filter ``brainx.util.Any``.
+
+    Types in docstring fields (``value : Any``) become cross-references that Sphinx resolves
+    by suffix, so a bare ``Any`` would link to the filter class of the same name. Pointing it
+    at ``typing.Any`` (not documented here: no intersphinx) leaves it as plain text.
+    """
+    from sphinx.addnodes import pending_xref
+
+    for node in doctree.findall(pending_xref):
+        if node.get("refdomain") == "py" and node.get("reftarget") == "Any":
+            node["reftarget"] = "typing.Any"
+
+
+def restore_xla_flags(app, env, docnames):
+    """After the gallery ran: the notebook kernels start with the user's XLA_FLAGS (1 device)."""
+    if _XLA_FLAGS is None:
+        os.environ.pop("XLA_FLAGS", None)
+    else:
+        os.environ["XLA_FLAGS"] = _XLA_FLAGS
+
+
 def setup(app):
+    app.connect("env-before-read-docs", restore_xla_flags)
+    app.connect("doctree-read", typing_any_is_not_a_filter)
     app.connect("autodoc-process-docstring", close_field_sections, priority=400)  # before napoleon
     app.connect("autodoc-skip-member", skip_foreign_attributes)
