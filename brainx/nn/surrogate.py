@@ -33,8 +33,10 @@ import inspect
 import math
 from typing import Any, Callable, Dict, Tuple
 
+import brainunit as u
 import jax
 import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
 
 __all__ = [
     "Surrogate", "heaviside",
@@ -46,11 +48,7 @@ __all__ = [
 
 
 def _as_float_array(x: Any, who: str) -> jax.Array:
-    try:
-        import brainunit as u
-    except ImportError:  # pragma: no cover - brainunit is a dependency
-        u = None
-    if u is not None and isinstance(x, u.Quantity):
+    if isinstance(x, u.Quantity):
         if not x.is_unitless:
             raise TypeError(
                 f"{who} expects a dimensionless input (the scaled distance to threshold), got a "
@@ -63,6 +61,21 @@ def _as_float_array(x: Any, who: str) -> jax.Array:
     return x
 
 
+def _same_unit(v: Any, threshold: Any, scale: Any, who: str):
+    """The mantissas of ``v``, ``threshold`` and ``scale`` in the unit of ``v`` (floats)."""
+    unit = u.get_unit(v)
+    values = []
+    for name, q in (("v", v), ("threshold", threshold), ("scale", scale)):
+        if not u.have_same_dim(q, v):
+            raise u.UnitMismatchError(
+                f"{who}.spike_at: {name} has unit {u.get_unit(q)} but v has unit {unit}; give "
+                "v, threshold and scale in units of one dimension (e.g. all voltages).")
+        values.append(u.get_mantissa(q.to(unit) if isinstance(q, u.Quantity) and
+                                     not unit.is_unitless else q))
+    v = _as_float_array(values[0], who)
+    return v, jnp.asarray(values[1], v.dtype), jnp.asarray(values[2], v.dtype)
+
+
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def _spike(grad_fn: Callable, x: jax.Array, params: Tuple[Any, ...]) -> jax.Array:
     return (x >= 0).astype(x.dtype)
@@ -73,6 +86,39 @@ def _spike_jvp(grad_fn, primals, tangents):
     x, params = primals
     tx, _ = tangents  # the parameters get no gradient
     return _spike(grad_fn, x, params), (grad_fn(x, *params) * tx).astype(x.dtype)
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _threshold_spike(grad_fn: Callable, v, threshold, scale, params) -> jax.Array:
+    return (v >= threshold).astype(v.dtype)
+
+
+def _threshold_spike_jvp(grad_fn, primals, tangents):
+    v, threshold, scale, params = primals
+    tv, tth, tscale, _ = (None if type(t) is SymbolicZero else t for t in tangents)
+    out = _threshold_spike(grad_fn, v, threshold, scale, params)
+    # Recomputed on the backward pass from v (jax.checkpoint): the residual of every spike of
+    # the same potential is that potential, one array, however many times it is tested.
+    tangent = jax.checkpoint(functools.partial(_threshold_tangent, grad_fn),
+                             prevent_cse=False)(v, threshold, scale, params, tv, tth, tscale)
+    return out, jnp.broadcast_to(tangent, out.shape).astype(out.dtype)
+
+
+def _threshold_tangent(grad_fn, v, threshold, scale, params, tv, tth, tscale):
+    """The tangent of ``H(x)``, ``x = (v - threshold) / scale``, with ``H' = grad_fn``."""
+    x = (v - threshold) / scale
+    dx = jnp.zeros((), x.dtype)
+    if tv is not None:
+        dx = dx + tv
+    if tth is not None:
+        dx = dx - tth
+    dx = dx / scale
+    if tscale is not None:
+        dx = dx - x * tscale / scale
+    return grad_fn(x, *params) * dx
+
+
+_threshold_spike.defjvp(_threshold_spike_jvp, symbolic_zeros=True)
 
 
 def heaviside(x: Any) -> jax.Array:
@@ -132,6 +178,39 @@ class Surrogate:
 
     def _values(self) -> Tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self._params)
+
+    def spike_at(self, v: Any, threshold: Any, scale: Any) -> jax.Array:
+        """The spikes of ``v`` against ``threshold``: ``self((v - threshold) / scale)``, cheaper.
+
+        The forward pass is the comparison ``v >= threshold`` (no subtraction, no
+        division); the gradient is the surrogate's at ``(v - threshold) / scale``,
+        with respect to all three. What a neuron uses for its spikes.
+
+        Arguments
+        ---------
+        v, threshold : array or Quantity
+            Potentials (quantities of one dimension).
+        scale : array or Quantity
+            The width of the surrogate in units of ``v``; it must be positive
+            (then ``(v - threshold) / scale >= 0`` is ``v >= threshold``).
+
+        Returns
+        -------
+        ``1.0`` where ``v >= threshold`` and ``0.0`` elsewhere, in ``v``'s float dtype.
+
+        Example
+        -------
+        >>> import jax, jax.numpy as jnp
+        >>> from brainx.nn.surrogate import ReluGrad
+        >>> v = jnp.array([0.5, 1.0, 1.5])
+        >>> ReluGrad().spike_at(v, 1.0, 2.0).tolist()
+        [0.0, 1.0, 1.0]
+        >>> g = jax.grad(lambda v: ReluGrad().spike_at(v, 1.0, 2.0).sum())(v)
+        >>> bool(jnp.allclose(g, jax.grad(lambda v: ReluGrad()((v - 1.0) / 2.0).sum())(v)))
+        True
+        """
+        v, threshold, scale = _same_unit(v, threshold, scale, type(self).__name__)
+        return _threshold_spike(type(self)._grad, v, threshold, scale, self._values())
 
     def surrogate_grad(self, x: Any) -> jax.Array:
         """The surrogate derivative at ``x``."""

@@ -179,5 +179,16 @@ def as_events(x):
     x = jnp.asarray(x)
     if x.dtype == jnp.bool_ or not jnp.issubdtype(x.dtype, jnp.floating):
         return x
-    active = (x > 0).astype(x.dtype)
-    return active + (x - jax.lax.stop_gradient(x))
+    return _events(x)
+
+
+@jax.custom_jvp
+def _events(x):
+    """``x > 0`` as floats, with the tangent of the identity (one comparison forward)."""
+    return (x > 0).astype(x.dtype)
+
+
+@_events.defjvp
+def _events_jvp(primals, tangents):
+    (x,), (tx,) = primals, tangents
+    return _events(x), tx

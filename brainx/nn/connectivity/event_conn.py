@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from brainx import random as brainx_random
-from brainx.nn.connectivity.event_backend import as_events, load_brainevent
+from brainx.nn.connectivity.event_backend import load_brainevent
 from brainx.nn.init import param
 from brainx.nn.modules.module import Module
 from brainx.state.state import ParamState
@@ -179,7 +179,7 @@ class FixedNumConn(Module):
         else:
             self.row_selected = rng.random_sample(n_rows) < afferent_ratio
             indices = indices[self.row_selected]
-        self.indices = jnp.asarray(indices)
+        self.indices = jax.device_put(indices)          # a copy to the device, nothing compiled
         weight = _weight(conn_weight, indices.shape)
         if efferent_target == "post" and afferent_ratio == 1.0:
             self.conn = be.FixedNumPerPre(weight, self.indices, shape=shape, backend=backend)
@@ -187,7 +187,7 @@ class FixedNumConn(Module):
             # compressed rows (CSR, rows = pre) or columns (CSC, columns = post): brainevent
             # reads both in their favourable direction for ``x @ W``
             counts = np.where(self.row_selected, self.conn_num, 0)
-            indptr = jnp.asarray(np.concatenate([[0], np.cumsum(counts)]), dtype=jnp.int32)
+            indptr = jax.device_put(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
             kind = be.CSR if efferent_target == "post" else be.CSC
             self.conn = kind((_flat(weight), self.indices.ravel(), indptr), shape=shape,
                              backend=backend)
@@ -267,6 +267,8 @@ def _matmul_last_axis(x, conn, event: bool, who: str, n_in: int):
                          f"(the presynaptic size), got shape {shape}.")
     flat = x if len(shape) <= 2 else u.math.reshape(x, (-1, n_in))
     if event:
-        flat = load_brainevent(who).BinaryArray(as_events(u.get_mantissa(flat)))
+        # brainevent's fixed-number and CSR/CSC kernels read a float entry as an event when it is
+        # > 0 and differentiate it as x @ W: what as_events would make of it, at no extra cost
+        flat = load_brainevent(who).BinaryArray(u.get_mantissa(flat))
     y = flat @ conn
     return y if len(shape) <= 2 else u.math.reshape(y, shape[:-1] + (y.shape[-1],))

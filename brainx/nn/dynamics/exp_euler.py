@@ -6,24 +6,50 @@ its diagonal, ``J = df_i/dx_i``, and integrates that linear part exactly:
 .. math::  x_{n+1} = x_n + \mathrm{d}t\,\varphi(\mathrm{d}t\,J)\,f(x_n),
            \qquad \varphi(z) = \frac{e^z - 1}{z}.
 
-For an element-wise *linear* equation ``dx/dt = a x + b`` (a leaky membrane,
-a decaying synapse with the input held over the step) the step is exact;
-for a smooth autonomous ``f`` it is second order (exponential
-Rosenbrock-Euler), and stable for stiff decays where forward Euler is not. Coupling between components (``df_i/dx_j``, ``i != j``) is
-treated explicitly. ``dt`` comes from :mod:`brainx.environ`; ``x``, ``f``
-and ``dt`` may be brainunit quantities (``f`` in units of ``x`` per time).
+For a smooth autonomous ``f`` it is second order (exponential Rosenbrock-Euler),
+and stable for stiff decays where forward Euler is not. Coupling between
+components (``df_i/dx_j``, ``i != j``) is treated explicitly.
+
+Most equations of neurons and synapses are *affine* in the state,
+``dx/dt = a x + b`` (a leaky membrane, a conductance-based input
+``g (E - V)``, a decaying synapse, with the inputs held over the step). The
+step then is the exact solution, and this module computes it in closed form:
+
+.. math::  x_\infty = -b / a, \qquad x_{n+1} = x_\infty + (x_n - x_\infty)\,e^{a\,\mathrm{d}t}
+
+(``x + b dt`` where ``a = 0``). ``exp_euler_step`` traces ``f`` once and
+reads ``a`` and ``b`` off its jaxpr (:mod:`brainx.nn.dynamics.affine`); no
+derivative is taken. When ``a`` depends only on parameters (``-1 / tau``),
+``e^{a dt}`` and ``-1 / a`` are constants of the compiled step. Any other
+``f`` takes the general scheme above (``jax.jvp`` for ``J``).
+
+=====================  ==========================================  ============================
+``f`` in ``x``         what one step computes                      derivative work
+=====================  ==========================================  ============================
+independent of ``x``   ``x + dt f``                                 none
+affine, ``a`` known    ``x_inf + (x - x_inf) e^{a dt}``, constants  none
+affine, ``a`` traced   the same, ``x + dt b`` where ``a = 0``       none
+anything else          ``x + dt phi(dt J) f(x)``                   one ``jax.jvp``
+=====================  ==========================================  ============================
+
+``dt`` comes from :mod:`brainx.environ`; ``x``, ``f`` and ``dt`` may be
+brainunit quantities (``f`` in units of ``x`` per time).
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import brainunit as u
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.custom_derivatives import SymbolicZero
 
 from brainx import environ
 from brainx import random as brainx_random
+from brainx.nn.dynamics.affine import affine_form, is_concrete
 
 __all__ = ["exp_euler_step"]
 
@@ -35,8 +61,10 @@ def exp_euler_step(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     ---------
     fn : callable
         The drift ``f(x, *rest, **kwargs)``, in units of ``x`` per unit of ``dt``.
-        It should be element-wise in ``x`` (its Jacobian's diagonal is used) and
-        must not write states (it is differentiated with ``jax.jvp``).
+        It should be element-wise in ``x`` (its Jacobian's diagonal is used). It
+        is traced once, with ``jax.make_jaxpr``: it must not write states, nor
+        branch in Python on the value of ``x``. When it is affine in ``x`` the
+        step is the exact closed form (see the module's table).
     *args
         ``x, *rest``; or ``g, x, *rest`` for the SDE
         ``dx = f dt + g dW`` (``g`` a callable with the signature of ``fn``, in
@@ -72,21 +100,24 @@ def exp_euler_step(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"exp_euler_step: x must hold floats, got dtype {mantissa.dtype}; cast the "
                         "initial value (e.g. 0.0 instead of 0).")
 
-    def drift(m):
-        return fn(u.maybe_decimal(u.Quantity(m, unit=unit)), *rest, **kwargs)
+    out_unit = []
 
-    value, tangent = jax.jvp(drift, (mantissa,), (jnp.ones_like(mantissa),))
-    # d mantissa(f) / d mantissa(x), in units of f per unit of x (1 / time).
-    jacobian = u.maybe_decimal(u.Quantity(u.get_mantissa(tangent),
-                                          unit=u.get_unit(value) / unit))
+    def drift(m):
+        value = fn(u.maybe_decimal(u.Quantity(m, unit=unit)), *rest, **kwargs)
+        out_unit.append(u.get_unit(value))
+        return jnp.asarray(u.get_mantissa(value))
+
+    form, jaxpr = affine_form(drift, mantissa)
+    rate_unit = out_unit[0] / unit
     dt = environ.get_dt()
-    z = dt * jacobian
-    if not u.get_dim(z).is_dimensionless:
-        raise u.UnitMismatchError(
-            f"exp_euler_step: fn returned unit {u.get_unit(value)} for x in unit {unit}, but with "
-            f"dt = {dt!r} it must return a unit of x per time ({unit} / {u.get_unit(dt)}): divide "
-            "by a time constant with units, or set a unitless dt.")
-    x_next = x + dt * u.math.exprel(z) * value
+    _check_rate_unit(dt, rate_unit, out_unit[0], unit)
+    if form is None:
+        x_next = _general_step(jaxpr, x, mantissa, dt, rate_unit, out_unit[0])
+    else:
+        x_next = _affine_step(form, x, dt, rate_unit, out_unit[0])
+        shape = np.broadcast_shapes(mantissa.shape, jaxpr.out_avals[0].shape)
+        if u.math.shape(x_next) != shape:           # a part folded away held the shape
+            x_next = u.math.broadcast_to(x_next, shape)
     if diffusion is not None:
         noise = diffusion(x, *rest, **kwargs) * u.math.sqrt(dt) * brainx_random.randn_like(mantissa)
         if not u.have_same_dim(noise, x_next):
@@ -95,3 +126,83 @@ def exp_euler_step(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
                 f"has unit {unit}: give g in units of x per square root of time.")
         x_next = x_next + noise
     return x_next
+
+
+def _check_rate_unit(dt, rate_unit, out_unit, unit) -> None:
+    if not u.get_dim(dt * u.Quantity(1.0, unit=rate_unit)).is_dimensionless:
+        raise u.UnitMismatchError(
+            f"exp_euler_step: fn returned unit {out_unit} for x in unit {unit}, but with "
+            f"dt = {dt!r} it must return a unit of x per time ({unit} / {u.get_unit(dt)}): divide "
+            "by a time constant with units, or set a unitless dt.")
+
+
+def _quantity(mantissa, unit):
+    return u.maybe_decimal(u.Quantity(mantissa, unit=unit))
+
+
+def _affine_step(form, x, dt, rate_unit, out_unit):
+    """The exact step of ``dx/dt = a x + b``: ``x e^{a dt} + b (e^{a dt} - 1) / a``.
+
+    That is ``x_inf + (x - x_inf) e^{a dt}`` with ``x_inf = -b / a``, written so
+    that it stays accurate as ``a`` goes to 0 (then ``x + b dt``) and for stiff
+    decays alike. With ``f = s (c x + o)`` (``s`` the form's sign) and ``h = s dt``:
+    ``a dt = c h`` and ``b (e^{a dt} - 1) / a = o (e^{c h} - 1) / c``, so the
+    sign costs nothing.
+    """
+    o = None if form.offset is None else _quantity(form.offset, out_unit)
+    coef = form.coef
+    # h = s dt as a number in the unit 1 / rate_unit (coef * h is then a pure number)
+    h = u.maybe_decimal(form.sign * dt * u.Quantity(1.0, unit=rate_unit))
+    if coef is None or (is_concrete(coef) and not np.any(np.asarray(coef) != 0)):
+        return x if o is None else x + (form.sign * dt) * o      # f does not depend on x
+    c = _quantity(coef, rate_unit)
+    _time_unit = u.get_unit(1.0 / u.Quantity(1.0, unit=rate_unit))
+    with _now(coef, h):                                           # constants of the step if c is
+        decay = None if o is not None and not is_concrete(coef) else jnp.exp(coef * h)
+        growth = None if o is None else _quantity(_growth(jnp.asarray(coef), h), _time_unit)
+    if o is None:
+        return x * decay
+    if decay is not None:
+        return x * decay + o * growth
+    return x + (c * x + o) * growth
+
+
+def _now(*values):
+    return jax.ensure_compile_time_eval() if is_concrete(*values) else contextlib.nullcontext()
+
+
+@jax.custom_jvp
+def _growth(c, h):
+    """``(e^{c h} - 1) / c``, and ``h`` where ``c = 0`` (no NaN in either branch)."""
+    zero = c == 0
+    return jnp.where(zero, h, jnp.expm1(c * h) / jnp.where(zero, 1.0, c))
+
+
+def _growth_jvp(primals, tangents):
+    # d/dc = h^2 psi(c h) with psi(z) = (z e^z - e^z + 1) / z^2, its series near 0 (where
+    # the quotient cancels: the derivative of expm1(c h) / c by the chain rule is inexact there)
+    c, h = primals
+    tc, th = (None if type(t) is SymbolicZero else t for t in tangents)
+    out = _growth(c, h)
+    z = c * h
+    tangent = jnp.zeros_like(out)
+    if tc is not None:
+        small = jnp.abs(z) < 0.1
+        safe = jnp.where(small, 1.0, z)
+        direct = (safe * jnp.exp(safe) - jnp.expm1(safe)) / (safe * safe)
+        series = 0.5 + z * (1 / 3 + z * (1 / 8 + z * (1 / 30 + z / 144)))
+        tangent = tangent + h * h * jnp.where(small, series, direct) * tc
+    if th is not None:
+        tangent = tangent + jnp.exp(z) * th
+    return out, tangent
+
+
+_growth.defjvp(_growth_jvp, symbolic_zeros=True)
+
+
+def _general_step(jaxpr, x, mantissa, dt, rate_unit, out_unit):
+    """``x + dt phi(dt J) f(x)`` with ``J`` the Jacobian's diagonal from one ``jax.jvp``."""
+    fun = jax.extend.core.jaxpr_as_fun(jaxpr)
+    (value,), (tangent,) = jax.jvp(fun, (mantissa,), (jnp.ones_like(mantissa),))
+    jacobian = _quantity(tangent, rate_unit)
+    return x + dt * u.math.exprel(dt * jacobian) * _quantity(value, out_unit)

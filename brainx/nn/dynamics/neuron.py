@@ -17,24 +17,90 @@ work too as long as they are consistent.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Optional
 
 import brainunit as u
 import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.custom_derivatives import SymbolicZero
 
 from brainx import environ
 from brainx.nn.dynamics.base import Dynamics
+from brainx.nn.dynamics.affine import is_concrete
 from brainx.nn.dynamics.exp_euler import exp_euler_step
 from brainx.nn.init import Constant, param
-from brainx.nn.surrogate import ReluGrad
+from brainx.nn.surrogate import ReluGrad, Surrogate
 from brainx.state.state import HiddenState, ShortTermState
 
-__all__ = ["Neuron", "LIF", "LIFRef", "ALIF", "exp_decay"]
+__all__ = ["Neuron", "LIF", "LIFRef", "ALIF", "exp_decay", "threshold_spike"]
 
 
 def exp_decay(tau: Any) -> Any:
     """``exp(-dt / tau)`` for the current ``dt``: the one-step decay of a linear variable."""
-    return u.math.exp(-environ.get_dt() / tau)
+    with _now(tau):                       # a constant of the compiled step when tau is one
+        return u.math.exp(-environ.get_dt() / tau)
+
+
+def _now(*values):
+    """Evaluate at trace time when every value is concrete (parameters, not states)."""
+    if is_concrete(*(u.get_mantissa(v) for v in values)):
+        return jax.ensure_compile_time_eval()
+    return contextlib.nullcontext()
+
+
+def threshold_spike(spk_fun: Callable, V: Any, V_th: Any, scale: Any) -> Any:
+    """``spk_fun((V - V_th) / scale)``: the spikes of ``V`` against the threshold ``V_th``.
+
+    With one of :mod:`brainx.nn.surrogate`'s functions and a positive ``scale``
+    known when the step is traced (a parameter, as ``V_th - V_reset`` is), the
+    forward pass is the comparison ``V >= V_th``
+    (:meth:`~brainx.nn.surrogate.Surrogate.spike_at`) and the surrogate enters
+    the gradient only. Any other ``spk_fun`` is called as written.
+    """
+    if _compares(spk_fun, scale):
+        return spk_fun.spike_at(V, V_th, scale)
+    return spk_fun((V - V_th) / scale)
+
+
+def _compares(spk_fun: Callable, scale: Any) -> bool:
+    """Whether :func:`threshold_spike`'s forward pass is ``V >= V_th``."""
+    if not isinstance(spk_fun, Surrogate):
+        return False
+    mantissa = u.get_mantissa(scale)
+    return is_concrete(mantissa) and bool(np.all(np.asarray(mantissa) > 0))
+
+
+def _hard_reset(V, V_reset, spikes, spiked):
+    """``where(spiked, V_reset, V)``, differentiated as ``V - (stop_gradient(V) - V_reset) * spikes``."""
+    unit = u.get_unit(V)
+    v = u.get_mantissa(V)
+    v_reset = jnp.asarray(u.get_mantissa(u.Quantity(V_reset).to(unit) if not unit.is_unitless
+                                         else V_reset), v.dtype)
+    return u.maybe_decimal(u.Quantity(_select_reset(v, v_reset, spikes, spiked), unit=unit))
+
+
+@jax.custom_jvp
+def _select_reset(v, v_reset, spikes, spiked):
+    return jnp.where(spiked, v_reset, v)
+
+
+def _select_reset_jvp(primals, tangents):
+    v, v_reset, spikes, spiked = primals
+    tv, tr, ts, _ = (None if type(t) is SymbolicZero else t for t in tangents)
+    out = _select_reset(v, v_reset, spikes, spiked)
+    tangent = jnp.zeros(out.shape, out.dtype)
+    if tv is not None:
+        tangent = tangent + tv
+    if ts is not None:
+        tangent = tangent - (v - v_reset) * ts
+    if tr is not None:
+        tangent = tangent + spikes * tr
+    return out, tangent
+
+
+_select_reset.defjvp(_select_reset_jvp, symbolic_zeros=True)
 
 
 class Neuron(Dynamics):
@@ -75,11 +141,30 @@ class Neuron(Dynamics):
                 f"{self!r} has no state {', '.join(missing)}: call init_state() on it (or "
                 "brainx.nn.init_all_states(model)) before reset_state() or update().")
 
-    def _reset_amount(self, last_v, V_th):
-        """What a spike subtracts from ``V`` (before multiplying by the spike)."""
+    def _spike_scale(self):
+        """``V_th - V_reset``: the distance to threshold that the surrogate sees as 1."""
+        with _now(self.V_th, self.V_reset):
+            return self.V_th - self.V_reset
+
+    def _spiked(self, V, spikes, V_th):
+        """Where ``spikes`` (those of ``V``) are 1, as booleans, with no gradient."""
+        if _compares(self.spk_fun, self._spike_scale()):
+            return V >= V_th                  # what the spikes are: one comparison for both
+        return jax.lax.stop_gradient(spikes) > 0
+
+    def _reset(self, last_v, last_spk, spiked, V_th):
+        """``last_v`` after the spikes ``last_spk`` (``spiked``: the same as booleans).
+
+        Soft: ``V - (V_th - V_reset) * spike``. Hard: ``V - (V - V_reset) * spike``
+        with no gradient through the first ``V`` of the amount; when the spikes
+        are the comparison, that is ``V_reset`` where the neuron fired (a select)
+        with the same derivatives.
+        """
         if self.spk_reset == "soft":
-            return V_th - self.V_reset
-        return jax.lax.stop_gradient(last_v) - self.V_reset
+            return last_v - (V_th - self.V_reset) * last_spk
+        if _compares(self.spk_fun, self._spike_scale()):
+            return _hard_reset(last_v, self.V_reset, last_spk, spiked)
+        return last_v - (jax.lax.stop_gradient(last_v) - self.V_reset) * last_spk
 
     def _membrane_step(self, V, x, tau):
         """``V`` after one step of ``tau dV/dt = V_rest - V + R I``, then the delta inputs.
@@ -169,25 +254,25 @@ class LIF(Neuron):
     def get_spike(self, V=None):
         """The spikes of potential ``V`` (default: the current one)."""
         V = self.V.value if V is None else V
-        return self.spk_fun((V - self.V_th) / (self.V_th - self.V_reset))
+        return threshold_spike(self.spk_fun, V, self.V_th, self._spike_scale())
 
     def update(self, x=None):
         """One step with input current ``x`` (``None``: no input); returns the spikes."""
         self._require("V")
         last_v = self.V.value
         last_spk = self.get_spike(last_v)
-        V = last_v - self._reset_amount(last_v, self.V_th) * last_spk
+        spiked = self._spiked(last_v, last_spk, self.V_th)
+        V = self._reset(last_v, last_spk, spiked, self.V_th)
         V_new = self._membrane_step(V, x, self.tau)
         if self.tau_ref is not None:
-            V_new = self._refractory(V_new, last_spk)
+            V_new = self._refractory(V_new, spiked)
         self.V.value = V_new
         return self.get_spike(V_new)
 
-    def _refractory(self, V_new, last_spk):
+    def _refractory(self, V_new, spiked):
         dt = environ.get_dt()
-        t_ref = u.math.where(jax.lax.stop_gradient(last_spk) > 0, self.tau_ref,
-                             self.t_ref.value)
-        V_new = u.math.where(t_ref > dt / 2, self.V_reset + 0.0 * V_new, V_new)
+        t_ref = u.math.where(spiked, self.tau_ref, self.t_ref.value)
+        V_new = u.math.where(t_ref > dt / 2, self.V_reset, V_new)
         self.t_ref.value = u.math.maximum(t_ref - dt, 0.0 * dt)
         return V_new
 
@@ -259,14 +344,15 @@ class ALIF(Neuron):
         """The spikes of potential ``V`` with adaptation ``a`` (default: the current ones)."""
         V = self.V.value if V is None else V
         a = self.a.value if a is None else a
-        return self.spk_fun((V - self.V_th - self.beta * a) / (self.V_th - self.V_reset))
+        return threshold_spike(self.spk_fun, V, self.V_th + self.beta * a, self._spike_scale())
 
     def update(self, x=None):
         """One step with input current ``x`` (``None``: no input); returns the spikes."""
         self._require("V", "a")
         last_v, last_a = self.V.value, self.a.value
         last_spk = self.get_spike(last_v, last_a)
-        V = last_v - self._reset_amount(last_v, self.V_th) * last_spk
+        spiked = self._spiked(last_v, last_spk, self.V_th + self.beta * last_a)
+        V = self._reset(last_v, last_spk, spiked, self.V_th)
         a = last_a + last_spk
         V = self._membrane_step(V, x, self.tau)
         a = a * exp_decay(self.tau_a)

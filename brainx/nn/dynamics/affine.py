@@ -1,0 +1,329 @@
+r"""Reading the affine form ``f(x) = a * x + b`` of a right-hand side off its jaxpr.
+
+Most right-hand sides a neuron or synapse integrates are affine in the state:
+a leaky membrane ``(V_rest - V + R I) / tau``, a conductance-based input
+``g (E - V)``, a decaying synapse ``-g / tau``. For those one step of
+exponential Euler has a closed form (see :mod:`brainx.nn.dynamics.exp_euler`)
+that needs ``a`` and ``b``, not the derivative machinery of the general
+scheme.
+
+:func:`affine_form` traces ``f`` once to a jaxpr and walks it, carrying every
+value either as *known* (it does not depend on ``x``) or as a pair
+``(a, b)`` meaning ``a * x + b``. Known equations are bound as they are (into
+the enclosing trace); the pairs go through the rules below, which are the
+whole of the analysis. A pair also carries a sign, ``sign * (a * x + b)``, so
+that ``E - V`` and ``-(g + 1)`` cost no negation: the caller folds the sign
+into its constants.
+
+=========================================  ====================================
+equation                                   result
+=========================================  ====================================
+``add``, ``sub`` of pairs and known values  the pairs added / subtracted
+``mul`` by a known value                   both parts multiplied
+``div`` by a known value                   both parts divided
+``neg``                                    the sign flipped
+float ``convert_element_type``             applied to both parts
+``broadcast_in_dim``, ``reshape``,         applied to both parts (each element
+``squeeze``                                still depends on one element of x)
+``select_n`` with a known predicate        selected part by part
+a nested ``jit`` / ``closed_call``         walked the same way
+anything else touching ``x``               not affine: ``None``
+=========================================  ====================================
+
+``a`` is therefore ``df/dx`` along the tangent of ones, as the general scheme's
+``jax.jvp`` gives it, and ``b`` is what remains. Equations whose inputs are all
+concrete (parameters, literals) are evaluated at trace time, so a coefficient
+that depends only on parameters (``-1 / tau``) is a concrete array: the caller
+can test it for zeros and fold ``exp(a dt)`` into a constant.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, List, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.extend import core as jex_core
+
+__all__ = ["AffineForm", "affine_form", "is_concrete"]
+
+
+class AffineForm(NamedTuple):
+    """``f(x) = sign * (coef * x + offset)``.
+
+    ``offset`` ``None``: zero; ``coef`` ``None``: ``f`` does not depend on ``x``;
+    ``sign`` is ``1.0`` or ``-1.0``.
+    """
+
+    coef: Any
+    offset: Any
+    sign: float = 1.0
+
+
+class _NotAffine(Exception):
+    """Raised inside the walk when an equation is not affine in ``x``."""
+
+
+class _Pair:
+    """A value ``sign * (coef * x + offset)`` inside the walk (``None`` parts: zero)."""
+
+    __slots__ = ("coef", "offset", "sign")
+
+    def __init__(self, coef, offset, sign: float = 1.0):
+        self.coef, self.offset, self.sign = coef, offset, sign
+
+
+def is_concrete(*values) -> bool:
+    """Whether no value is a tracer (Python numbers, NumPy arrays, concrete ``jax.Array``)."""
+    return not any(isinstance(v, jax.core.Tracer) for v in values)
+
+
+def _now(*values):
+    """Evaluate at trace time when every value is concrete (parameters, literals)."""
+    if is_concrete(*values):
+        return jax.ensure_compile_time_eval()
+    return contextlib.nullcontext()
+
+
+def _op(fn: Callable, *values):
+    with _now(*values):
+        return fn(*values)
+
+
+def affine_form(fn: Callable[[Any], Any], x: Any) -> tuple:
+    """Trace ``fn`` at ``x`` once; return ``(form, jaxpr)``.
+
+    Arguments
+    ---------
+    fn : callable
+        ``x -> f(x)``, arrays in and out (it is traced once, with ``jax.make_jaxpr``).
+    x : array
+        The state (its shape and dtype are traced).
+
+    Returns
+    -------
+    ``(AffineForm or None, ClosedJaxpr)``: the form when ``f`` is affine in ``x``
+    element by element, else ``None``; the jaxpr, for the general method (``fn``
+    itself must not be called again: calling it may consume one-shot inputs).
+
+    Example
+    -------
+    >>> import jax.numpy as jnp
+    >>> from brainx.nn.dynamics.affine import affine_form
+    >>> form, _ = affine_form(lambda v: (3.0 - v) / 2.0, jnp.zeros(2))
+    >>> float(form.sign * form.coef), float(form.sign * form.offset)    # f = -0.5 v + 1.5
+    (-0.5, 1.5)
+    >>> affine_form(lambda v: v * v, jnp.zeros(2))[0] is None
+    True
+    """
+    closed = jax.make_jaxpr(fn)(x)
+    try:
+        with jax.named_scope("affine_form"):
+            (out,) = _walk(closed.jaxpr, closed.consts, [_Pair(1.0, None)])
+    except _NotAffine:
+        return None, closed
+    if isinstance(out, _Pair):
+        return AffineForm(out.coef, out.offset, out.sign), closed
+    return AffineForm(None, out), closed
+
+
+def _walk(jaxpr, consts, args) -> List[Any]:
+    env = {}
+
+    def read(v):
+        return v.val if isinstance(v, jex_core.Literal) else env[v]
+
+    for var, value in zip(jaxpr.constvars, consts):
+        env[var] = value
+    for var, value in zip(jaxpr.invars, args):
+        env[var] = value
+    for eqn in jaxpr.eqns:
+        invals = [read(v) for v in eqn.invars]
+        if any(isinstance(v, _Pair) for v in invals):
+            rule = _RULES.get(eqn.primitive.name)
+            if rule is None:
+                raise _NotAffine(eqn.primitive.name)
+            outs = rule(eqn, *invals)
+        else:
+            outs = _bind(eqn, invals)
+        for var, value in zip(eqn.outvars, outs):
+            env[var] = value
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _bind(eqn, invals) -> list:
+    params = eqn.primitive.get_bind_params(eqn.params)
+    subfuns = ()
+    if isinstance(params, tuple):       # JAX before 0.7: (subfuns, params)
+        subfuns, params = params
+    context = _now(*invals) if not eqn.effects else contextlib.nullcontext()
+    with context, eqn.ctx.manager:
+        out = eqn.primitive.bind(*subfuns, *invals, **params)
+    return list(out) if eqn.primitive.multiple_results else [out]
+
+
+# -- the rules: one per primitive that keeps a value affine in x ---------------------------------
+def _as_pair(v) -> _Pair:
+    return v if isinstance(v, _Pair) else _Pair(None, v)
+
+
+def _constant(value) -> Optional[float]:
+    """The scalar a concrete value holds in every element (``None``: traced or not uniform)."""
+    if value is None or not is_concrete(value) or jnp.size(value) == 0:
+        return None
+    flat = np.ravel(np.asarray(value))
+    return float(flat[0]) if (flat == flat[0]).all() else None
+
+
+def _plus(p, q, subtract: bool) -> Optional[Any]:
+    """``p + q`` or ``p - q`` where either may be ``None`` (zero)."""
+    if q is None or _constant(q) == 0.0:
+        return p
+    if p is None or _constant(p) == 0.0:
+        return _op(jnp.negative, q) if subtract else q
+    return _op(jnp.subtract if subtract else jnp.add, p, q)
+
+
+def _add_rule(subtract: bool):
+    """``a + b`` (``a - b``) as ``s (L + m O)``: ``L`` the pair that depends on ``x`` (its sign
+    is kept, so its coefficient is never negated), ``O`` the other, ``m`` = +-1."""
+    def rule(eqn, a, b):
+        a, b = _as_pair(a), _as_pair(b)
+        sign_a, sign_b = a.sign, (-b.sign if subtract else b.sign)      # signs of a, b in r
+        if a.coef is None and b.coef is not None:
+            lead, other, sign, m = b, a, sign_b, sign_a * sign_b
+        else:
+            lead, other, sign, m = a, b, sign_a, sign_a * sign_b
+        minus = m < 0
+        return [_Pair(_plus(lead.coef, other.coef, minus),
+                      _plus(lead.offset, other.offset, minus), sign)]
+    return rule
+
+
+def _times(p, k, fn):
+    """``fn(p, k)`` (multiply or divide) for a part ``p`` of a pair and a known ``k``.
+
+    Products by a constant 1 or 0 are folded: ``g (E - V)`` with ``E = 0``
+    contributes no offset, ``R I`` with ``R = 1`` no multiplication.
+    """
+    if p is None:
+        return None
+    k_value, p_value = _constant(k), _constant(p)
+    if k_value == 1.0:
+        return p
+    if fn is jnp.multiply and (k_value == 0.0 or p_value == 0.0):
+        return None
+    if fn is jnp.multiply and p_value == 1.0 and jnp.ndim(p) == 0:
+        return k
+    return _op(fn, p, k)
+
+
+def _scale_rule(fn):
+    """``mul`` / ``div`` by a known value; a constant -1 flips the sign instead."""
+    def rule(eqn, a, b):
+        if isinstance(b, _Pair) and (fn is jnp.divide or isinstance(a, _Pair)):
+            raise _NotAffine(f"{eqn.primitive.name} of two values that depend on x")
+        pair, k = (a, b) if isinstance(a, _Pair) else (b, a)
+        if _constant(k) == -1.0:
+            return [_Pair(pair.coef, pair.offset, -pair.sign)]
+        return [_Pair(_times(pair.coef, k, fn), _times(pair.offset, k, fn), pair.sign)]
+    return rule
+
+
+def _neg_rule(eqn, a):
+    return [_Pair(a.coef, a.offset, -a.sign)]
+
+
+def _map_both(fn: Callable):
+    """A rule applying ``fn(part, eqn)`` to the coefficient and the offset."""
+    def rule(eqn, a):
+        return [_Pair(None if a.coef is None else fn(a.coef, eqn),
+                      None if a.offset is None else fn(a.offset, eqn), a.sign)]
+    return rule
+
+
+def _convert(part, eqn):
+    dtype = eqn.params["new_dtype"]
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise _NotAffine("conversion to a non-float dtype")
+    return _op(lambda p: jnp.asarray(p, dtype), part)
+
+
+def _structural(apply: Callable):
+    """Shape operations: a scalar part broadcasts anyway; others take the operand's shape first."""
+    def fn(part, eqn):
+        if jnp.ndim(part) == 0:
+            return part
+        shape = eqn.invars[0].aval.shape
+        return _op(lambda p: apply(jnp.broadcast_to(p, shape), eqn), part)
+    return fn
+
+
+def _broadcast(p, eqn):
+    return lax.broadcast_in_dim(p, eqn.params["shape"], eqn.params["broadcast_dimensions"])
+
+
+def _reshape(p, eqn):
+    return jnp.reshape(p, eqn.params["new_sizes"])
+
+
+def _squeeze(p, eqn):
+    return lax.squeeze(p, eqn.params["dimensions"])
+
+
+def _select_rule(eqn, pred, *cases):
+    if isinstance(pred, _Pair):
+        raise _NotAffine("select on a predicate that depends on x")
+    shape, dtype = eqn.outvars[0].aval.shape, eqn.outvars[0].aval.dtype
+    pairs = [_signed(_as_pair(c)) for c in cases]
+
+    def pick(parts):
+        if all(p is None for p in parts):
+            return None
+        full = [jnp.zeros(shape, dtype) if p is None else
+                jnp.broadcast_to(jnp.asarray(p, dtype), shape) for p in parts]
+        return lax.select_n(pred, *full)
+    return [_Pair(_op(lambda *ps: pick(ps), *[p.coef for p in pairs]),
+                  _op(lambda *ps: pick(ps), *[p.offset for p in pairs]))]
+
+
+def _signed(pair: _Pair) -> _Pair:
+    """The same value with sign 1 (the parts negated when the sign is -1)."""
+    if pair.sign > 0:
+        return pair
+    return _Pair(*(None if p is None else _op(jnp.negative, p) for p in (pair.coef, pair.offset)))
+
+
+def _call_rule(key: str):
+    def rule(eqn, *args):
+        closed = eqn.params[key]
+        jaxpr, consts = (closed.jaxpr, closed.consts) if hasattr(closed, "consts") else (closed, ())
+        return _walk(jaxpr, consts, args)
+    return rule
+
+
+def _identity(eqn, a):
+    return [a]
+
+
+_RULES = {
+    "add": _add_rule(False),
+    "add_any": _add_rule(False),
+    "sub": _add_rule(True),
+    "mul": _scale_rule(jnp.multiply),
+    "div": _scale_rule(jnp.divide),
+    "neg": _neg_rule,
+    "convert_element_type": _map_both(_convert),
+    "broadcast_in_dim": _map_both(_structural(_broadcast)),
+    "reshape": _map_both(_structural(_reshape)),
+    "squeeze": _map_both(_structural(_squeeze)),
+    "select_n": _select_rule,
+    "copy": _identity,
+    "copy_p": _identity,
+    "jit": _call_rule("jaxpr"),
+    "pjit": _call_rule("jaxpr"),
+    "closed_call": _call_rule("call_jaxpr"),
+}
