@@ -78,6 +78,7 @@ autosummary_imported_members = True      # the public names are re-exported from
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 napoleon_use_rtype = False
+napoleon_custom_sections = [("States", "params_style")]   # a neuron's states, listed like parameters
 
 # -- MyST and myst-nb -------------------------------------------------------------------------------
 myst_heading_anchors = 3
@@ -114,6 +115,7 @@ sphinx_gallery_conf = {
 # -- HTML ---------------------------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
 html_title = "brainx"
+html_favicon = "_static/favicon.svg"     # (without one the browser asks for /favicon.ico: a 404)
 html_static_path = ["_static"]
 html_css_files = ["brainx.css"]
 html_theme_options = {
@@ -191,6 +193,19 @@ def typing_any_is_not_a_filter(app, doctree):
             node["reftarget"] = "typing.Any"
 
 
+def api_pages_off_the_toctree(app, doctree):
+    """Keep the ~650 generated API pages out of the navigation tree (they are ``:orphan:``).
+
+    The theme renders the navigation tree on every page; with every generated page in it,
+    writing the HTML took most of the build (about 0.1 s a page). The pages stay reachable
+    from their module's tables (and the search); the sidebar lists the module pages.
+    """
+    from sphinx.ext.autosummary import autosummary_toc
+
+    for node in list(doctree.findall(autosummary_toc)):
+        node.parent.remove(node)
+
+
 def restore_xla_flags(app, env, docnames):
     """After the gallery ran: the notebook kernels start with the user's XLA_FLAGS (1 device)."""
     if _XLA_FLAGS is None:
@@ -202,5 +217,6 @@ def restore_xla_flags(app, env, docnames):
 def setup(app):
     app.connect("env-before-read-docs", restore_xla_flags)
     app.connect("doctree-read", typing_any_is_not_a_filter)
+    app.connect("doctree-read", api_pages_off_the_toctree, priority=400)  # before the toctree collector
     app.connect("autodoc-process-docstring", close_field_sections, priority=400)  # before napoleon
     app.connect("autodoc-skip-member", skip_foreign_attributes)
