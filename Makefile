@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-long fuzz docs install bench compat clean
+.PHONY: demo test test-long fuzz docs docs-check install bench compat clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,9 +34,12 @@ fuzz: $(STAMP)
 	BRAINX_FUZZ_EXAMPLES=$${BRAINX_FUZZ_EXAMPLES:-10000} BRAINX_FUZZ_RANDOM=1 \
 		$(PY) -m pytest -q tests/test_fuzz_programs.py --hypothesis-show-statistics
 
-# Sphinx + MyST + autodoc (not MkDocs + mkdocstrings): the docstrings are NumPy-style reST, which
-# autodoc + napoleon render as written; MyST keeps docs/*.md as they are (docs/conf.py says more).
-# -E: a fresh environment each time, so -W sees every warning; offline (no intersphinx).
+# The documentation site: Sphinx + MyST + autodoc/autosummary, the book theme, MyST notebooks
+# executed at build time (myst-nb, cached in docs/_build/.jupyter_cache), sphinx-gallery over
+# examples/ (cached by content), MathJax served from the site (docs/conf.py says more).
+# -E: a fresh environment each time, so -W sees every warning; the HTML folder is emptied first
+# (no stale page of an earlier build); offline (no intersphinx). docs-check opens the built site
+# in headless Chromium (docs/check_site.py: math, images, links, console errors).
 DOCS_STAMP := $(VENV)/.docs-installed
 
 $(DOCS_STAMP): $(STAMP) pyproject.toml
@@ -44,8 +47,13 @@ $(DOCS_STAMP): $(STAMP) pyproject.toml
 	touch $(DOCS_STAMP)
 
 docs: $(DOCS_STAMP)
+	rm -rf docs/_build/html
 	$(PY) -m sphinx -E -q -W --keep-going -b html docs docs/_build/html
 	@echo "site: docs/_build/html/index.html"
+
+docs-check: $(DOCS_STAMP)   # checks the site as last built (builds it if there is none)
+	@test -f docs/_build/html/index.html || $(MAKE) docs
+	$(PY) docs/check_site.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/dispatch.py

@@ -66,7 +66,8 @@ source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
 root_doc = "index"
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "_ext", "_templates",
-                    "gallery/*.ipynb", "gallery/*.py", "**.ipynb_checkpoints"]
+                    "gallery/*.ipynb", "gallery/*.py", "**.ipynb_checkpoints",
+                    "sg_execution_times.rst", "gallery/sg_execution_times.rst"]
 
 # -- autodoc / autosummary: the API reference comes from the public modules' docstrings ------
 autodoc_default_options = {"members": True, "member-order": "bysource", "show-inheritance": True}
@@ -129,6 +130,7 @@ html_theme_options = {
     "use_download_button": False,
     "use_fullscreen_button": False,
 }
+html_context = {"default_mode": "auto"}    # light or dark as the reader's system (no console error)
 html_last_updated_fmt = None
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
