@@ -372,7 +372,12 @@ def test_coba_neuron_step_compiles_to_the_hand_written_program():
         return V, jnp.maximum(t_ref - 0.1, 0.0), ge, gi, (V >= -50.0).astype(jnp.float32)
 
     theirs = jax.jit(hand).lower(z, z, z, z, z, z).compile()
-    within(instructions(ours), instructions(theirs))
+    # Not within 10 %: the traced-rate step keeps its accuracy at small rates with a second
+    # branch, whose predicate XLA computes in a fusion of its own (131 against 86 today). A
+    # leaner formula (one expm1, 88 instructions) compiles to a loop XLA splits over two
+    # threads, twice as slow at this size; neither loop is split here (docs/performance.md).
+    within(instructions(ours), instructions(theirs), ratio=1.6)
+    assert "outer_dimension_partitions" not in ours.as_text()
 
 
 def _bptt(T=50, B=8, n_in=12, n=32, n_out=4):

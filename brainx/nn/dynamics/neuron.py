@@ -2,17 +2,23 @@ r"""Spiking neuron models on :class:`~brainx.nn.Dynamics`: `LIF` (optional refra
 
 All follow brainstate's conventions: each step first resets the neurons that
 spiked on the previous step, then integrates the membrane equation over one
-time step ``dt`` (from :mod:`brainx.environ`) exactly (exponential Euler,
-exact for these linear equations with the input held over the step), adds
-the delta inputs to ``V``, and returns the spikes of the new potential
-through a surrogate spike function.
+time step ``dt`` (from :mod:`brainx.environ`) exactly (the input held over the
+step), adds the delta inputs to ``V``, and returns the spikes of the new
+potential through a surrogate spike function.
 
 The input current is the argument ``x`` plus the registered current inputs
 (:meth:`~brainx.nn.Dynamics.add_current_input`); a callable input is called
 with the membrane potential, so a conductance-based input
-``g * (E - V)`` enters the exponential-Euler step with its dependence on
-``V``. Voltages, times and currents are brainunit quantities; plain numbers
-work too as long as they are consistent.
+``g * (E - V)`` enters the step with its dependence on ``V``:
+:func:`~brainx.nn.exp_euler_step` sees that the equation stays affine in ``V``
+and takes its closed form. Voltages, times and currents are brainunit
+quantities; plain numbers work too as long as they are consistent.
+
+What one step compiles to is what one would write by hand: the decay
+``exp(-dt / tau)`` is a constant; with a surrogate of
+:mod:`brainx.nn.surrogate` and ``V_th > V_reset`` the spike is the comparison
+``V >= V_th`` on the forward pass (:func:`threshold_spike`), the surrogate
+enters the gradient only, and a hard reset is a select.
 """
 
 from __future__ import annotations
@@ -171,7 +177,8 @@ class Neuron(Dynamics):
 
         ``I`` is ``x`` plus the current inputs. Without current inputs the
         step is the closed form (the input is constant over the step); with
-        them, exponential Euler, which handles inputs that depend on ``V``.
+        them, :func:`~brainx.nn.exp_euler_step`, which takes the same closed form
+        for inputs affine in ``V`` (COBA, CUBA) and the general scheme otherwise.
         """
         if not self.current_inputs:
             V_inf = self.V_rest if x is None else self.V_rest + self.R * x
