@@ -60,6 +60,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/compile_time.py
 	$(PY) benchmarks/eager_transform_memory.py
 	$(PY) benchmarks/remat_memory.py
+	$(PY) benchmarks/snn_bptt.py
+	$(PY) benchmarks/coba.py --quick
 
 # brainstate 0.5.4's own core tests and notebooks against brainx (needs a brainstate checkout:
 # BRAINSTATE_REPO), then its client libraries' own suites (downloads them; about an hour)

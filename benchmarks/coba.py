@@ -1,0 +1,339 @@
+"""COBA E/I network (Vogels & Abbott 2005): brainx against hand-written JAX, same model, same run.
+
+80 % excitatory and 20 % inhibitory LIF neurons (tau 20 ms, rest and reset
+-60 mV, threshold -50 mV, refractory 5 ms, a constant drive of 20 mV),
+connected at random with probability 0.02 (each presynaptic neuron projects to
+``0.02 * N`` targets, repeats allowed), exponential conductances (excitatory
+tau 5 ms, reversal 0 mV, weight 0.6; inhibitory tau 10 ms, reversal -80 mV,
+weight 6.7; conductances in units of the leak, weights divided by N / 4000 so
+the mean input does not grow with N), dt 0.1 ms: one second is 10 000 steps.
+The spikes are events for brainevent's ``FixedNumPerPre`` kernels (numba on
+CPU) in both versions.
+
+* **brainx**: ``nn.LIFRef``, two ``nn.EventFixedProb`` projections, two
+  ``nn.Expon`` and two ``nn.COBA`` outputs registered as the neurons' current
+  inputs; ``brainx.transform.for_loop`` under ``brainx.transform.jit``.
+* **hand-written JAX**: the same step on explicit arrays under ``lax.scan`` and
+  ``jax.jit``: the membrane's exact step ``V_inf + (V - V_inf) exp(-dt g / tau)``
+  written out, the same brainevent matrices (the same indices: both draw them
+  from the same NumPy seeds) and the same initial potentials.
+
+Printed per size: build time (the network's construction: connectivity drawn,
+states initialised) in a fresh process, and of it the connectivity, and again
+in the same process; compile time (trace + lower + XLA, after a small network
+of each kind was compiled once); run time (median of interleaved rounds), the StableHLO op count before XLA, the instruction count
+of one step after it (XLA's loop body with its fusions), XLA's temporary
+memory, and the firing rates of both (they must agree within 2 %; the
+network is chaotic, so single spikes differ after a while).
+
+Run: ``python benchmarks/coba.py [--quick] [--sizes 4000 16000 64000] [--rounds 3]``.
+``--profile`` adds a per-step profile at each size (the step without
+synapses, each projection alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import brainunit as u
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import brainx
+from brainx import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from snn_bptt import hlo_counts, median_interleaved, stablehlo_ops, temp_mib  # noqa: E402
+
+DT = 0.1                      # ms
+V_REST, V_TH, V_RESET = -60.0, -50.0, -60.0
+TAU, TAU_REF, DRIVE = 20.0, 5.0, 20.0
+TAU_E, TAU_I, E_E, E_I = 5.0, 10.0, 0.0, -80.0
+W_E, W_I, P_CONN = 0.6, 6.7, 0.02
+
+
+def sizes(n: int):
+    """``(n_exc, n_inh, conn_num, w_e, w_i)`` of the network of ``n`` neurons."""
+    n_exc = int(n * 0.8)
+    scale = n / 4000
+    return n_exc, n - n_exc, int(P_CONN * n), W_E / scale, W_I / scale
+
+
+# -- brainx ---------------------------------------------------------------------------------------
+class EINet(nn.Module):
+    """The COBA network written with brainx.nn."""
+
+    def __init__(self, n: int, seed: int = 0):
+        super().__init__()
+        n_exc, n_inh, conn_num, w_e, w_i = sizes(n)
+        self.n_exc = n_exc
+        self.neurons = nn.LIFRef(
+            n, R=1.0, tau=TAU * u.ms, tau_ref=TAU_REF * u.ms, V_rest=V_REST * u.mV,
+            V_th=V_TH * u.mV, V_reset=V_RESET * u.mV, spk_reset="hard",
+            V_initializer=nn.init.Normal(-55.0, 2.0, unit=u.mV))
+        self.exc = nn.EventFixedProb(n_exc, n, conn_num=conn_num, conn_weight=w_e, seed=seed)
+        self.inh = nn.EventFixedProb(n_inh, n, conn_num=conn_num, conn_weight=w_i, seed=seed + 1)
+        self.g_exc = nn.Expon(n, tau=TAU_E * u.ms)
+        self.g_inh = nn.Expon(n, tau=TAU_I * u.ms)
+        self.out_exc, self.out_inh = nn.COBA(E=E_E * u.mV), nn.COBA(E=E_I * u.mV)
+        self.neurons.add_current_input("exc", self.out_exc)
+        self.neurons.add_current_input("inh", self.out_inh)
+
+    def update(self):
+        spikes = self.neurons.get_spike()            # the previous step's spikes
+        self.out_exc.bind_cond(self.g_exc(self.exc(spikes[:self.n_exc])))
+        self.out_inh.bind_cond(self.g_inh(self.inh(spikes[self.n_exc:])))
+        return self.neurons(DRIVE * u.mV)
+
+
+def build_brainx(n: int, seed: int = 0):
+    brainx.random.seed(seed)
+    return nn.init_all_states(EINet(n, seed))
+
+
+def brainx_run(net: EINet, n_steps: int):
+    """The jitted simulation: spikes per step, shape ``(n_steps,)``."""
+    def step(i):
+        return net.update().sum()
+    return brainx.transform.jit(lambda: brainx.transform.for_loop(step, jnp.arange(n_steps)))
+
+
+# -- hand-written JAX -------------------------------------------------------------------------------
+def build_hand(n: int, seed: int = 0):
+    """Connectivity (the same NumPy draws as EventFixedProb's) and the initial state."""
+    import brainevent
+    n_exc, n_inh, conn_num, w_e, w_i = sizes(n)
+    idx_e = np.random.RandomState(seed).randint(0, n, size=(n_exc, conn_num)).astype(np.int32)
+    idx_i = np.random.RandomState(seed + 1).randint(0, n, size=(n_inh, conn_num)).astype(np.int32)
+    conn_e = brainevent.FixedNumPerPre(jnp.asarray(w_e), jnp.asarray(idx_e), shape=(n_exc, n))
+    conn_i = brainevent.FixedNumPerPre(jnp.asarray(w_i), jnp.asarray(idx_i), shape=(n_inh, n))
+    V = jnp.asarray(np.random.RandomState(seed).normal(-55.0, 2.0, n).astype(np.float32))
+    zeros = jnp.zeros(n, jnp.float32)
+    return dict(n_exc=n_exc, conn_e=conn_e, conn_i=conn_i), (V, zeros, zeros, zeros)
+
+
+def hand_run(model: dict, n_steps: int):
+    """``jax.jit(state -> (state, spikes per step))``."""
+    import brainevent
+    n_exc, conn_e, conn_i = model["n_exc"], model["conn_e"], model["conn_i"]
+    decay_e, decay_i = np.float32(np.exp(-DT / TAU_E)), np.float32(np.exp(-DT / TAU_I))
+
+    def step(state, _):
+        V, t_ref, ge, gi = state
+        spiked = V >= V_TH
+        ge = ge * decay_e + brainevent.BinaryArray(spiked[:n_exc]) @ conn_e
+        gi = gi * decay_i + brainevent.BinaryArray(spiked[n_exc:]) @ conn_i
+        V = jnp.where(spiked, V_RESET, V)
+        g = 1.0 + ge + gi                                   # total conductance / leak
+        V_inf = (V_REST + DRIVE + gi * E_I) / g             # (ge * E_E is 0)
+        V = V_inf + (V - V_inf) * jnp.exp(-DT / TAU * g)
+        t_ref = jnp.where(spiked, TAU_REF, t_ref)
+        V = jnp.where(t_ref > DT / 2, V_RESET, V)
+        t_ref = jnp.maximum(t_ref - DT, 0.0)
+        return (V, t_ref, ge, gi), (V >= V_TH).sum()
+
+    return jax.jit(lambda state: jax.lax.scan(step, state, None, length=n_steps))
+
+
+# -- measuring ------------------------------------------------------------------------------------
+def build_seconds(which: str, n: int, seed: int = 0) -> tuple:
+    """``(seconds to build the network, of which the connectivity)``, in this process."""
+    t0 = time.perf_counter()
+    if which == "brainx":
+        brainx.random.seed(seed)
+        net = EINet(n, seed)                                 # the projections draw their synapses
+        t1 = time.perf_counter()
+        jax.block_until_ready(nn.init_all_states(net).neurons.V.value)
+    else:
+        import brainevent  # noqa: F401  (as EventFixedProb imports it)
+        model, state = build_hand(n, seed)
+        jax.block_until_ready((model["conn_e"].indices, model["conn_i"].indices))
+        t1 = time.perf_counter()
+        jax.block_until_ready(state)
+    return time.perf_counter() - t0, t1 - t0
+
+
+def cold_build_seconds(which: str, n: int) -> tuple:
+    """:func:`build_seconds` in a fresh Python process (after the imports): what a script pays,
+    XLA's start and the first compilations included."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--build-only", which,
+                          str(n)], capture_output=True, text=True, check=True)
+    return tuple(float(v) for v in out.stdout.split()[-2:])
+
+
+def warm_up():
+    """Build, compile and run a small network of each kind once: the first trace, compilation
+    and brainevent kernel of a process pay one-time costs that are not the model's."""
+    net = build_brainx(400)
+    model, state = build_hand(400)
+    jax.block_until_ready(brainx_run(net, 10)())
+    jax.block_until_ready(hand_run(model, 10)(state))
+
+
+def measure(n: int, n_steps: int, rounds: int, seed: int = 0) -> dict:
+    """Build, compile, run both; the figures of one size."""
+    out = {}
+    for which in ("brainx", "hand"):
+        out[f"build {which}"], out[f"conn {which}"] = cold_build_seconds(which, n)
+    net = build_brainx(n, seed)
+    out["rebuild brainx"] = build_seconds("brainx", n, seed + 1)[0]  # a second network, warm
+    model, state = build_hand(n, seed)
+    out["rebuild hand"] = build_seconds("hand", n, seed + 1)[0]
+    state = (net.neurons.V.value.to_decimal(u.mV),) + state[1:]    # the same start
+
+    fb = brainx_run(net, n_steps)
+    t0 = time.perf_counter()
+    lowered_b = fb.lower()
+    cb = lowered_b.compile()
+    out["compile brainx"] = time.perf_counter() - t0
+    fh = hand_run(model, n_steps)
+    t0 = time.perf_counter()
+    lowered_h = fh.lower(state)
+    ch = lowered_h.compile()
+    out["compile hand"] = time.perf_counter() - t0
+    for name, lowered, compiled in (("brainx", lowered_b, cb), ("hand", lowered_h, ch)):
+        counts = hlo_counts(compiled)
+        out[f"ops {name}"] = stablehlo_ops(lowered)
+        out[f"step {name}"] = counts["loops"][0] if counts["loops"] else counts["total"]
+        out[f"temp {name}"] = temp_mib(compiled)
+
+    spikes_b = np.asarray(cb())                                  # first run: the same start
+    spikes_h = np.asarray(ch(state)[1])
+    seconds = n_steps * DT * 1e-3
+    out["rate brainx"] = spikes_b.sum() / n / seconds
+    out["rate hand"] = spikes_h.sum() / n / seconds
+    holder = {"state": state}
+
+    def run_hand():
+        holder["state"], spikes = ch(holder["state"])
+        jax.block_until_ready(spikes)
+
+    times = median_interleaved({"brainx": lambda: jax.block_until_ready(cb()),
+                                "hand": run_hand}, rounds)
+    out["run brainx"], out["run hand"] = times["brainx"], times["hand"]
+    return out
+
+
+def profile(n: int, n_steps: int, rounds: int, seed: int = 0) -> dict:
+    """Microseconds per step of the parts of a step, each in a loop of its own.
+
+    The loop alone; the neurons without synapses; each projection's brainevent call
+    (numba) with no spike and at the network's rate (about 20 Hz: the difference is
+    the work per spike, what is left the cost of a call); the E projection through
+    ``brainx.nn.EventFixedProb`` (the same kernel; the difference is brainx's) and
+    with the ``jax_raw`` backend (every synapse gathered, spikes or not).
+    """
+    import brainevent
+    model, state = build_hand(n, seed)
+    n_exc = model["n_exc"]
+    rng = np.random.RandomState(seed)
+    rate = 20.0 * DT * 1e-3
+    spikes = jnp.asarray(rng.rand(n_steps, n) < rate)
+    silent = jnp.zeros_like(spikes)
+
+    def scan(step, xs):
+        return jax.jit(lambda s: jax.lax.scan(step, s, xs)[0])
+
+    def loop_only(c, spk):
+        return c + spk[0], None
+
+    def neurons_only(carry, spk):
+        V, t_ref = carry
+        spiked = V >= V_TH
+        V = jnp.where(spiked, V_RESET, V)
+        g = 1.0 + spk * 0.1
+        V_inf = (V_REST + DRIVE) / g
+        V = V_inf + (V - V_inf) * jnp.exp(-DT / TAU * g)
+        t_ref = jnp.where(spiked, TAU_REF, t_ref)
+        return (jnp.where(t_ref > DT / 2, V_RESET, V), jnp.maximum(t_ref - DT, 0.0)), None
+
+    def proj(conn, lo, hi):
+        def step(g, spk):
+            return g + brainevent.BinaryArray(spk[lo:hi]) @ conn, None
+        return step
+
+    brainx.random.seed(seed)
+    n_exc_, _, conn_num, w_e, _ = sizes(n)
+    layers = {b: nn.EventFixedProb(n_exc_, n, conn_num=conn_num, conn_weight=w_e, seed=seed,
+                                   backend=b) for b in ("numba", "jax_raw")}
+
+    def brainx_proj(layer):
+        g = brainx.ShortTermState(jnp.zeros(n))
+
+        def step(spk):
+            g.value = g.value + layer(spk[:n_exc])
+
+        @brainx.transform.jit
+        def run():
+            brainx.transform.for_loop(step, spikes)
+            return g.value
+        return lambda _: run()
+
+    zero = jnp.zeros(n)
+    fns = {"loop alone": (scan(loop_only, spikes), zero),
+           "neurons, no synapses": (scan(neurons_only, spikes), (state[0], state[1])),
+           "E projection, no spike": (scan(proj(model["conn_e"], 0, n_exc), silent), zero),
+           "E projection": (scan(proj(model["conn_e"], 0, n_exc), spikes), zero),
+           "I projection, no spike": (scan(proj(model["conn_i"], n_exc, n), silent), zero),
+           "I projection": (scan(proj(model["conn_i"], n_exc, n), spikes), zero),
+           "E projection, brainx EventFixedProb": (brainx_proj(layers["numba"]), zero),
+           "E projection, brainx, jax_raw backend": (brainx_proj(layers["jax_raw"]), zero)}
+    for f, arg in fns.values():
+        jax.block_until_ready(f(arg))
+    times = median_interleaved({k: (lambda f=f, a=a: jax.block_until_ready(f(a)))
+                                for k, (f, a) in fns.items()}, rounds)
+    out = {k: t / n_steps * 1e6 for k, t in times.items()}
+    out["spikes per step (E, I)"] = (float(spikes[:, :n_exc].sum()) / n_steps,
+                                     float(spikes[:, n_exc:].sum()) / n_steps)
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="4000 neurons, 100 ms, 2 rounds")
+    p.add_argument("--sizes", type=int, nargs="+", default=[4000, 16000, 64000])
+    p.add_argument("--duration", type=float, default=1000.0, help="simulated ms")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--profile", action="store_true", help="add a per-step profile")
+    p.add_argument("--build-only", dest="build_only", nargs=2, metavar=("WHICH", "N"),
+                   help=argparse.SUPPRESS)          # used by cold_build_seconds
+    args = p.parse_args(argv)
+    brainx.environ.set(dt=DT * u.ms)
+    if args.build_only:
+        print(*build_seconds(args.build_only[0], int(args.build_only[1])))
+        return
+    if args.quick:
+        args.sizes, args.duration, args.rounds = [4000], 100.0, 2
+    n_steps = int(round(args.duration / DT))
+    print(f"COBA (Vogels & Abbott 2005), {n_steps} steps of {DT} ms; jax {jax.__version__}, "
+          f"{jax.devices()[0].device_kind}, event backend {nn.get_event_backend()}")
+    header = ("neurons", "build s (fresh process)", "of which connectivity", "build s (again)",
+              "compile s", "run s", "ops pre-XLA", "instr/step", "temp MiB", "rate Hz")
+    print(" | ".join(header))
+    warm_up()
+    for n in args.sizes:
+        r = measure(n, n_steps, args.rounds)
+        for name in ("brainx", "hand"):
+            print(f"{n} {name:6s} | {r['build ' + name]:.3f} | {r['conn ' + name]:.3f} | "
+                  f"{r['rebuild ' + name]:.3f} | "
+                  f"{r['compile ' + name]:.2f} | "
+                  f"{r['run ' + name]:.3f} | {r['ops ' + name]} | {r['step ' + name]} | "
+                  f"{r['temp ' + name]:.2f} | {r['rate ' + name]:.2f}")
+        print(f"{n} brainx / hand: run {r['run brainx'] / r['run hand']:.3f}x, build "
+              f"{r['build brainx'] / r['build hand']:.2f}x, instructions per step "
+              f"{r['step brainx'] / r['step hand']:.3f}x, rates differ by "
+              f"{abs(r['rate brainx'] / r['rate hand'] - 1):.1%}")
+        if args.profile:
+            for part, value in profile(n, min(n_steps, 2000), max(args.rounds, 5)).items():
+                shown = (f"{value[0]:.1f}, {value[1]:.1f}" if isinstance(value, tuple)
+                         else f"{value:.1f} us/step")
+                print(f"{n} profile: {part}: {shown}")
+
+
+if __name__ == "__main__":
+    main()
