@@ -40,6 +40,8 @@ fuzz: $(STAMP)
 # -E: a fresh environment each time, so -W sees every warning; the HTML folder is emptied first
 # (no stale page of an earlier build); offline (no intersphinx). docs-check opens the built site
 # in headless Chromium (docs/check_site.py: math, images, links, console errors).
+# The caches are keyed by the tutorials' and examples' own code: after a change in brainx that
+# alters their output, `rm -rf docs/_build/.jupyter_cache docs/gallery` runs them again.
 DOCS_STAMP := $(VENV)/.docs-installed
 
 $(DOCS_STAMP): $(STAMP) pyproject.toml
@@ -72,4 +74,4 @@ compat: $(STAMP)
 	$(PY) tests/compat/run_clients.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info docs/_build
+	rm -rf $(VENV) build *.egg-info docs/_build docs/gallery docs/api/generated

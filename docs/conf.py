@@ -92,6 +92,15 @@ nb_execution_show_tb = True
 nb_merge_streams = True
 nb_ipywidgets_js = {}                    # no widgets, and no require.js from a CDN
 
+# The notebook kernels get an IPython folder of their own under _build (their history stays out
+# of ~/.ipython) whose kernel config logs errors only: ipykernel's warning that it talks to the
+# build over local TCP was printed four times per build, in the middle of make docs's output.
+_IPYTHONDIR = os.path.join(HERE, "_build", "ipython")
+os.makedirs(os.path.join(_IPYTHONDIR, "profile_default"), exist_ok=True)
+with open(os.path.join(_IPYTHONDIR, "profile_default", "ipython_kernel_config.py"), "w") as _f:
+    _f.write('c.IPKernelApp.log_level = "ERROR"\n')
+os.environ["IPYTHONDIR"] = _IPYTHONDIR
+
 # -- the examples gallery ------------------------------------------------------------------------
 sphinx_gallery_conf = {
     "examples_dirs": gallery_hooks.prepare_sources(),   # examples/*.py, copied under _build
