@@ -111,7 +111,7 @@ sphinx_gallery_conf = {
     "ignore_pattern": r"__init__\.py",
     "reset_argv": "gallery_hooks.reset_argv",
     "image_scrapers": ("matplotlib", "gallery_hooks.saved_png_scraper"),
-    "reset_modules": ("matplotlib", "gallery_hooks.clear_saved_pngs"),
+    "reset_modules": ("matplotlib", "gallery_hooks.note_start"),
     "download_all_examples": False,
     "remove_config_comments": True,
     "show_memory": False,

@@ -1,16 +1,16 @@
 """Hooks that let sphinx-gallery run examples/*.py as they are, at small sizes.
 
 The examples are command-line programs: each parses its own arguments, saves its figures as
-PNG files (``fig.savefig``) and closes them. :func:`prepare_sources` copies them, with the
-gallery's header page, into ``docs/_build/gallery-src/`` (the gallery's source folder, so
-nothing is added to examples/); sphinx-gallery runs each one there, in the Sphinx process,
-with ``sys.argv`` from :func:`reset_argv` (the sizes in :func:`example_args`: seconds each).
-:func:`saved_png_scraper` puts on the page the PNGs an example wrote into its own output
-folder (``docs/_build/gallery-out/<example>/``, emptied before the example runs by
-:func:`clear_saved_pngs`); figures left open are picked up by sphinx-gallery's own matplotlib
-scraper.
+PNG files (``fig.savefig``) in the working folder and closes them. :func:`prepare_sources`
+copies them, with the gallery's header page, into ``docs/_build/gallery-src/`` (the gallery's
+source folder, so nothing is added to examples/); sphinx-gallery runs each one there, in the
+Sphinx process, with ``sys.argv`` from :func:`reset_argv` (the sizes in :func:`example_args`:
+seconds each). :func:`saved_png_scraper` puts on the page the PNGs the example wrote there
+while it ran (new or rewritten since :func:`note_start`); figures left open are picked up by sphinx-gallery's
+own matplotlib scraper.
 
-sphinx-gallery caches by content: an example runs again only when its file changes.
+sphinx-gallery caches by content: an example runs again only when its file changes (after a
+change here, or in brainx, ``rm -rf docs/gallery`` runs them all again).
 """
 
 import ast
@@ -21,7 +21,6 @@ import shutil
 HERE = pathlib.Path(__file__).resolve().parent
 EXAMPLES = HERE.parent.parent / "examples"
 SRC = HERE.parent / "_build" / "gallery-src"
-OUT = HERE.parent / "_build" / "gallery-out"
 
 # Two examples need 8 (fake) CPU devices; XLA reads the count once, when JAX starts its CPU
 # backend, which in the Sphinx process is the first example that computes. conf.py sets it
@@ -32,20 +31,14 @@ XLA_DEVICES = "--xla_force_host_platform_device_count=8"
 NOT_RUN = {}
 
 
-def _out(stem):
-    return OUT / stem
-
-
 def example_args(stem):
-    """The command line of each example: small sizes, figures into its output folder."""
-    out = _out(stem)
+    """The command line of each example: small sizes (their figures go to the working folder)."""
     return {
         # the main demo, 150 of its 400 training iterations (the rest is the same)
-        "snn_bptt": ["--quiet", "--iters", "150", "--plot", str(out / "snn_bptt.png"),
-                     "--checkpoint", str(out / "snn_bptt.msgpack")],
+        "snn_bptt": ["--quiet", "--iters", "150"],
         # 300 ms of the 1 s run: the network has settled into asynchronous firing by 150 ms
-        "ei_delay_network": ["--quiet", "--duration", "300", "--plot-dir", str(out)],
-        "ei_network": ["--quiet", "--plot", str(out / "ei_network.png")],
+        "ei_delay_network": ["--quiet", "--duration", "300"],
+        "ei_network": ["--quiet"],
         "checkpointed_step": [],
         "static_argnums_train_eval": ["--iters", "40"],
         "data_parallel_snn": ["--fast"],
@@ -62,33 +55,36 @@ def reset_argv(gallery_conf, script_vars):
     src = pathlib.Path(script_vars["src_file"])
     script_vars["example_globals"]["__doc__"] = ast.get_docstring(
         ast.parse(src.read_text()), clean=False)
-    _out(src.stem).mkdir(parents=True, exist_ok=True)
     return example_args(src.stem)
 
 
-def clear_saved_pngs(gallery_conf, fname, when):
-    """Before an example runs: empty its output folder (no figure of an earlier run shows)."""
-    if fname is None or when != "before":
-        return
-    out = _out(pathlib.Path(fname).stem)
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
+_BEFORE = {}   # example name -> {png name: mtime} in the working folder before it ran
+
+
+def _pngs(folder):
+    return {png.name: png.stat().st_mtime_ns for png in folder.glob("*.png")}
+
+
+def note_start(gallery_conf, fname, when):
+    """Before an example runs: note the PNGs already there (the example's are new or rewritten)."""
+    if fname is not None and when == "before":
+        _BEFORE[pathlib.Path(fname).stem] = _pngs(SRC)   # fname: the file name only
 
 
 def saved_png_scraper(block, block_vars, gallery_conf):
-    """The reST for the PNGs the example saved into its output folder since the last block."""
+    """The reST for the PNGs the example saved in its working folder since it started."""
     from sphinx_gallery.scrapers import figure_rst
 
-    out = _out(pathlib.Path(block_vars["src_file"]).stem)
+    src = pathlib.Path(block_vars["src_file"])
+    before = _BEFORE.get(src.stem, {})
     shown = block_vars.setdefault("brainx_shown_pngs", set())
     images = []
-    for png in sorted(out.glob("*.png")) if out.exists() else []:
-        if png.name in shown:
+    for name, mtime in sorted(_pngs(src.parent).items()):
+        if name in shown or before.get(name) == mtime:
             continue
-        shown.add(png.name)
+        shown.add(name)
         target = next(block_vars["image_path_iterator"])
-        shutil.copyfile(png, target)
+        shutil.copyfile(src.parent / name, target)
         images.append(target)
     return figure_rst(images, gallery_conf["src_dir"])
 
@@ -100,8 +96,8 @@ Examples gallery
 The programs in ``examples/``, run when this site is built, with their printed output and
 figures. Each runs with smaller sizes than its defaults, so that building the site stays
 quick; run one yourself (``python examples/<name>.py``, ``--help`` for its options) for the
-full size. The command lines used here (``OUT``: a folder under ``docs/_build`` whose PNGs
-are shown on the example's page):
+full size. The command lines used here (the PNG files an example saves are shown on its
+page):
 
 {table}
 
@@ -113,9 +109,7 @@ output shows the checks they make (one device against all of them).{not_run}
 def _header():
     rows = [("example", "arguments on this site")]
     for py in sorted(EXAMPLES.glob("*.py")):
-        out = str(_out(py.stem))
-        args = "(not run)" if py.stem in NOT_RUN else " ".join(
-            a.replace(out, "OUT") for a in example_args(py.stem))
+        args = "(not run)" if py.stem in NOT_RUN else " ".join(example_args(py.stem))
         rows.append((f"``{py.name}``", f"``{args}``" if args else "(the defaults)"))
     w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
     rule = "=" * w0 + "  " + "=" * w1
@@ -126,12 +120,17 @@ def _header():
 
 
 def prepare_sources():
-    """Copy examples/*.py and the header into the gallery's source folder (only what changed)."""
+    """Copy examples/*.py and the header into the gallery's source folder (only what changed).
+
+    Anything else there (the figures and files the examples wrote last time) is removed.
+    """
     SRC.mkdir(parents=True, exist_ok=True)
     wanted = {"GALLERY_HEADER.rst": _header()}
     wanted.update({py.name: py.read_text() for py in EXAMPLES.glob("*.py")})
     for old in SRC.iterdir():
-        if old.is_file() and old.name not in wanted:
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.name not in wanted:
             old.unlink()
     for name, text in wanted.items():
         target = SRC / name
