@@ -76,6 +76,33 @@ autodoc_preserve_defaults = True         # show ``dt=None``, not an evaluated de
 autosummary_generate = True              # docs/api/generated/: one page per public object
 autosummary_generate_overwrite = True
 autosummary_imported_members = True      # the public names are re-exported from submodules
+
+
+def _case_safe_filenames():
+    """``{name: file name}`` for the public names that differ from another only by case.
+
+    ``brainx.nn.Sigmoid`` (a layer) and ``brainx.nn.sigmoid`` (a function) would get the same
+    page file on a case-insensitive file system (macOS, Windows), one overwriting the other; the
+    second of each such pair gets its kind in its file name (``brainx.nn.sigmoid-function``).
+    """
+    import inspect
+
+    from api_coverage import public_names
+
+    groups = {}
+    for path, name, obj in public_names():
+        if not inspect.ismodule(obj):
+            groups.setdefault(f"{path}.{name}".lower(), {})[f"{path}.{name}"] = obj
+    renamed = {}
+    for names in groups.values():
+        ordered = sorted(names, key=lambda n: (not inspect.isclass(names[n]), n))
+        for i, full in enumerate(ordered[1:], start=2):
+            kind = "class" if inspect.isclass(names[full]) else "function"
+            renamed[full] = f"{full}-{kind}" if i == 2 else f"{full}-{kind}-{i}"
+    return renamed
+
+
+autosummary_filename_map = _case_safe_filenames()
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 napoleon_use_rtype = False
