@@ -143,6 +143,8 @@ def _jax_names() -> types.ModuleType:
         import jax.core
         import jax.extend.core
         from jax._src import core, linear_util, util
+        if name == "wrap_init":  # brainstate's spelling takes what the debug info needs
+            return _wrap_init
         for where in (jax.extend.core, jax.core, core, util, linear_util):
             if hasattr(where, name):
                 return getattr(where, name)
@@ -156,6 +158,14 @@ def _jax_names() -> types.ModuleType:
 
     module.__getattr__ = find  # type: ignore[attr-defined]
     return module
+
+
+def _wrap_init(fun: Any, args: Any = (), kwargs: Any = None, name: str = "wrapped") -> Any:
+    """``wrap_init(fun, args, kwargs, name)``, brainstate's: a ``WrappedFun`` with debug info."""
+    from jax._src import api_util, linear_util
+    kwargs = {} if kwargs is None else kwargs
+    return linear_util.wrap_init(
+        fun, kwargs, debug_info=api_util.debug_info(name, fun, args, kwargs))
 
 
 class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -24,7 +24,7 @@ try:  # JAX internals: without them (another JAX layout) the check is skipped, n
 except (ImportError, AttributeError):  # pragma: no cover - depends on the JAX version
     _core = _batching = None
 
-__all__ = ["current_trace", "owned_traces", "foreign_batch_traces", "is_batched_along",
+__all__ = ["current_trace", "alive_trace_ids", "owned_traces", "foreign_batch_traces", "is_batched_along",
            "jax_is_tracing"]
 
 
@@ -46,6 +46,20 @@ def jax_is_tracing() -> bool:
 def current_trace() -> Any:
     """The innermost active JAX trace (an ``EvalTrace`` outside every transform)."""
     return None if _core is None else _core.trace_ctx.trace
+
+
+def alive_trace_ids(trace: Any = None) -> set:
+    """Ids of ``trace`` (default: the current one) and of the traces it is nested in.
+
+    A tracer whose trace is not among them belongs to a trace that has ended
+    (or that runs in another thread).
+    """
+    trace = current_trace() if trace is None else trace
+    alive = set()
+    while trace is not None:
+        alive.add(id(trace))
+        trace = getattr(trace, "parent_trace", None)
+    return alive
 
 
 @contextlib.contextmanager

@@ -450,3 +450,18 @@ def test_a_transform_of_a_transform_keeps_both():
     assert j.stateful.fun is ck
     assert bt.grad(bt.grad(f)).stateful.fun.__class__ is bt.GradientTransform
     close(bt.grad(bt.grad(f))(0.3), -jnp.sin(0.3))
+
+
+def test_vector_grad_of_a_quantity_output_is_the_gradient_of_its_mantissa():
+    # as brainstate: no unit_aware needed; grad of a Quantity loss stays refused (above)
+    w = brainx.ParamState(jnp.array([1.0, 2.0, 3.0]))
+    x = jnp.array([0.5, -1.0, 2.0])
+    g, y = bt.vector_grad(lambda x: w.value * x ** 2 * u.mV, grad_states=w, argnums=0,
+                          return_value=True)(x)
+    gw, gx = g
+    want_w, want_x = jax.vjp(lambda w_, x_: w_ * x_ ** 2, w.value, x)[1](jnp.ones(3))
+    assert not isinstance(gw, u.Quantity) and not isinstance(gx, u.Quantity)
+    close(gw, want_w)
+    close(gx, want_x)
+    assert y.unit == u.mV
+    close(y.mantissa, w.value * x ** 2)

@@ -191,3 +191,43 @@ def test_vmap_module_maps_the_module_over_lanes_with_batched_states():
     np.testing.assert_allclose(acc.h.value, 2 * xs[:, None] * np.array([1.0, -1.0]))
     np.testing.assert_allclose(out, np.zeros(4))
     assert isinstance(batched, brainx.nn.Module)
+
+
+def test_environ_context_runs_the_layer_under_its_settings_and_restores_them():
+    class Reads(brainx.nn.Module):
+        def update(self, x):
+            return x * brainx.environ.get_dt(), brainx.environ.get("fit")
+
+    wrapped = brainx.nn.EnvironContext(Reads(), dt=0.5, fit=False)
+    with brainx.environ.context(dt=0.1, fit=True):
+        y, fit = wrapped(jnp.ones(2))
+        np.testing.assert_allclose(y, [0.5, 0.5])
+        assert fit is False
+        y, fit = wrapped(jnp.ones(2), context={"dt": 2.0})       # added for this call
+        np.testing.assert_allclose(y, [2.0, 2.0])
+        wrapped.add_context(fit=True)
+        assert wrapped(jnp.ones(2))[1] is True
+        # under jit: the settings inside the wrapper are the ones the trace uses
+        y, _ = brainx.transform.jit(wrapped)(jnp.ones(2))
+        np.testing.assert_allclose(y, [0.5, 0.5])
+        assert brainx.environ.get_dt() == 0.1 and brainx.environ.get("fit") is True
+    with pytest.raises(TypeError, match="EnvironContext wraps a brainx.nn.Module"):
+        brainx.nn.EnvironContext(lambda x: x)
+
+
+def test_state_paths_are_brainstate_tuples_and_still_found_by_dotted_string():
+    # braintrace compares key sets with brainstate's tuples: {('w',)}, {('layers', 0, 'weight')}
+    net = brainx.nn.Sequential(brainx.nn.Linear(2, 3), brainx.nn.Linear(3, 1))
+    params = net.states(brainx.ParamState)
+    assert set(params.keys()) == {("layers", 0, "weight"), ("layers", 1, "weight")}
+    assert ("layers", 1, "weight") in {k: 1 for k in params}          # a plain dict, by tuple
+    assert params["layers.1.weight"] is params["layers", 1, "weight"] is net.layers[1].weight
+    assert "layers.0.weight" in params and params.get("layers.9.weight") is None
+    assert [str(k) for k in params] == ["layers.0.weight", "layers.1.weight"]
+
+    class Cell(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = brainx.ParamState(jnp.ones(2))
+
+    assert set(Cell().states().keys()) == {("w",)}

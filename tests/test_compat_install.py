@@ -26,6 +26,9 @@ def test_a_brainstate_program_runs_on_brainx_after_install():
         from brainstate._compatible_import import ClosedJaxpr, safe_zip, Primitive, wrap_init
         assert StatefulFunction is brainx.transform.StatefulFunction and State is brainx.State
         assert ClosedJaxpr is jax.extend.core.ClosedJaxpr
+        # brainstate's wrap_init(fun, args, kwargs, name): a WrappedFun that JAX can trace
+        wrapped = wrap_init(lambda a, b: a * b, (2.0, 3.0), {}, "product")
+        assert wrapped.call_wrapped(2.0, 3.0) == 6.0 and "product" in str(wrapped.debug_info)
         try:
             from brainstate.transform._make_jaxpr import _no_such_private_name
         except ImportError as e:

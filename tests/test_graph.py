@@ -78,7 +78,9 @@ def test_graph_states_and_nodes_follow_brainstate():
     assert list(p) == ["enc.w", "blocks.0.w", "blocks.1.0.w", "heads.left.w", "heads.5.w"]
     assert list(h) == ["enc.h", "blocks.0.h", "blocks.1.0.h", "heads.left.h", "heads.5.h"]
     left = graph.states(net, PathContains("left"))
-    assert dict(left) == {"heads.left.w": net.heads["left"].w, "heads.left.h": net.heads["left"].h}
+    assert left == {"heads.left.w": net.heads["left"].w, "heads.left.h": net.heads["left"].h}
+    assert dict(left) == {("heads", "left", "w"): net.heads["left"].w,
+                          ("heads", "left", "h"): net.heads["left"].h}
     with pytest.raises(ValueError, match="can only be the last"):
         graph.states(net, ..., ParamState)
     nodes = graph.nodes(net)
@@ -87,7 +89,7 @@ def test_graph_states_and_nodes_follow_brainstate():
     # plain containers
     extra = HiddenState(jnp.ones(1))
     mixed = graph.states({"net": net.enc, "more": [extra, net.enc.w]})
-    assert dict(mixed) == {"net.w": net.enc.w, "net.h": net.enc.h, "more.0": extra}
+    assert mixed == {"net.w": net.enc.w, "net.h": net.enc.h, "more.0": extra}
 
 
 def test_states_of_brainx_nn_models():

@@ -58,9 +58,12 @@ def test_merge_inside_jit_and_grad_trains_like_plain_jax():
 
 
 def test_a_state_from_outside_or_another_trace_is_still_refused():
+    # a raw jit may lend itself the state while it runs (see test_lent_states.py); the
+    # state still holds jit's tracer when it ends: the next read refuses it and puts 0 back
     model = Model()
-    with pytest.raises(brainx.TracerLeakError):
-        jax.jit(lambda x: model(x))(jnp.ones(2))
+    jax.jit(lambda x: model(x))(jnp.ones(2))
+    with pytest.raises(brainx.TracerLeakError, match="has ended"):
+        model.calls.value
     assert int(model.calls.value) == 0
 
     def outer(x):
@@ -70,7 +73,8 @@ def test_a_state_from_outside_or_another_trace_is_still_refused():
             s.value = y                     # a grad tracer would escape jax.grad
             return y.sum()
 
-        return jax.grad(inner)(x)
+        g = jax.grad(inner)(x)
+        return g + s.value                  # read after jax.grad ended
 
     with pytest.raises(brainx.TracerLeakError):
         jax.jit(outer)(jnp.ones(2))

@@ -317,7 +317,7 @@ def test_assign_state_values_round_trip():
     saved = {k: jax.tree.map(lambda v: v + 1.0, s.value) for k, s in net.states().items()}
     unexpected, missing = nn.assign_state_values(net, saved, {("extra", "w"): 1.0})
     assert (unexpected, missing) == (["extra.w"], [])
-    np.testing.assert_array_equal(net[1].weight.value["bias"], saved["layers.1.weight"]["bias"])
+    np.testing.assert_array_equal(net[1].weight.value["bias"], saved["layers", 1, "weight"]["bias"])
 
 
 def test_count_parameters(capsys):

@@ -22,7 +22,7 @@ def test_spec_at_creation_is_placed_with_the_model():
 
     net = Net()
     placed = brainx.distributed.shard_states(net, mesh=mesh())
-    assert set(placed) == {"w", "h"}
+    assert set(placed) == {("w",), ("h",)}
     assert net.w.value.sharding.spec == P(None, "data") and net.h.sharding.spec == P()
     assert brainx.distributed.state_sharding(net.w) == NamedSharding(mesh(), P(None, "data"))
 

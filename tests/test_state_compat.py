@@ -65,8 +65,9 @@ def test_check_state_jax_tracer_is_accepted_and_brainx_always_checks():
     import jax
     s = brainx.State(jnp.zeros(2))
     with brainx.check_state_jax_tracer():
+        jax.jit(lambda x: setattr(s, "value", x))(jnp.ones(2))
         with pytest.raises(brainx.TracerLeakError):
-            jax.jit(lambda x: setattr(s, "value", x))(jnp.ones(2))
+            s.value
     assert s.value.tolist() == [0.0, 0.0]
 
 

@@ -83,7 +83,9 @@ def test_dotted_path_is_a_tuple_that_prints_as_dots():
     assert tuple(p) == ("blocks", 0, "w") and p[1] == 0 and p[-1] == "w" and len(p) == 3
     assert str(p) == "blocks.0.w" and repr(p) == "'blocks.0.w'" and f"{p:>12}" == "  blocks.0.w"
     assert p == "blocks.0.w" and p == ("blocks", 0, "w") and p != "blocks.0"
-    assert {p: 1}["blocks.0.w"] == 1 and hash(p) == hash("blocks.0.w")
+    # hashes as its tuple, as brainstate's path tuples: a set or dict of paths takes tuples
+    assert {p: 1}[("blocks", 0, "w")] == 1 and hash(p) == hash(("blocks", 0, "w"))
+    assert {p} == {("blocks", 0, "w")}
     assert sorted([DottedPath(("b",)), DottedPath(("a", 2)), DottedPath(("a", 10))]) == [
         "a.10", "a.2", "b"]
     assert pickle.loads(pickle.dumps(p)) == p and type(pickle.loads(pickle.dumps(p))) is DottedPath
@@ -98,7 +100,8 @@ def test_flatted_dict_lookup_filter_split_merge():
     assert flat.get(("enc", "w")) is W and flat.get("x") is None
     assert list(flat.filter(ShortTermState)) == ["blocks.0.h", "blocks.1.s"]
     p, h = flat.filter(ParamState, HiddenState)
-    assert (dict(p), dict(h)) == ({"enc.w": W}, {"blocks.0.h": H})
+    assert (p, h) == ({"enc.w": W}, {"blocks.0.h": H})      # a FlattedDict equals by dotted key
+    assert (dict(p), dict(h)) == ({("enc", "w"): W}, {("blocks", 0, "h"): H})
     p, rest = flat.split(ParamState, ...)
     assert list(rest) == ["blocks.0.h", "blocks.1.s"]
     with pytest.raises(ValueError, match=r"leave out 1 item\(s\) \(blocks.1.s\)"):
@@ -111,7 +114,7 @@ def test_flatted_dict_lookup_filter_split_merge():
     assert nested["blocks"][0]["h"] is H and nested.enc.w is W
     assert FlattedDict.from_nest(nested) == flat
     values = flat.to_dict_values()
-    assert np.array_equal(values["enc.w"], np.ones(2))
+    assert np.array_equal(values["enc", "w"], np.ones(2))     # a plain dict: tuple keys
     flat.assign_dict_values({"enc.w": jnp.full(2, 3.0), ("blocks", 0, "h"): jnp.ones(2),
                              "blocks.1.s": jnp.ones(())})
     assert W.value.tolist() == [3.0, 3.0] and H.value.tolist() == [1.0, 1.0]
@@ -140,7 +143,7 @@ def test_nested_dict_round_trips_and_splits():
 def test_mappings_are_pytrees_keeping_their_keys():
     flat = FlattedDict({("b", 0): jnp.ones(2), ("a",): jnp.zeros(1)})
     doubled = jax.tree.map(lambda x: x + 1, flat)
-    assert type(doubled) is FlattedDict and set(doubled) == {"b.0", "a"}
+    assert type(doubled) is FlattedDict and set(doubled) == {("b", 0), ("a",)}
     assert doubled["b", 0].tolist() == [2.0, 2.0] and doubled["a"].tolist() == [1.0]
     paths = [jax.tree_util.keystr(k) for k, _ in jax.tree_util.tree_leaves_with_path(flat)]
     assert paths == ["['a']", "['b.0']"]

@@ -112,6 +112,11 @@ def set_host_device_count(n: int) -> None:
 
 def get_host_device_count() -> int:
     """The number of CPU devices JAX shows (or will show); does not start a backend."""
+    if _backends_started():  # XLA_FLAGS set since then (an imported script's) changes nothing
+        try:
+            return len(jax.devices("cpu"))
+        except RuntimeError:  # no CPU backend
+            pass
     configured = jax.config.jax_num_cpu_devices
     if configured and configured > 0:
         return int(configured)

@@ -16,6 +16,7 @@ from brainx.state.hookable import (
     HookableState, fire_init, fire_read, fire_restore, fire_write_after, fire_write_before,
     has_hooks_for,
 )
+from brainx.state.lending import LENT, check_lent
 from brainx.state.trace import _THREAD, _notify_created, visible_value
 from brainx.state.tracer_guard import (
     _check_not_state, admit_first_value, check_no_tracer, expire_if_traced,
@@ -141,6 +142,9 @@ class State(HookableState, ValueProtocol):
         value = self._value
         if type(value) is _Expired:
             self._raise_expired(value)
+        if LENT and id(self) in LENT:  # holds a raw JAX trace's tracer: is it still running?
+            check_lent(self)
+            value = self._value
         return value
 
     @value.setter
@@ -167,9 +171,7 @@ class State(HookableState, ValueProtocol):
         if frames:
             value = frames[-1].read_value(self)
         else:
-            value = self._value
-            if type(value) is _Expired:
-                self._raise_expired(value)
+            value = self._checked_value()
         fire_read(self, value)
         return value
 
@@ -412,6 +414,8 @@ class State(HookableState, ValueProtocol):
         value = self._value
         if type(value) is _Expired:
             self._raise_expired(value)
+        if LENT and id(self) in LENT:
+            check_lent(self)
         return value
 
     def _raise_expired(self, value: "_Expired"):

@@ -29,6 +29,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from brainx.errors import BrainxError
+from brainx.state.lending import LENT, check_lent
 
 __all__ = ["StateTraceStack", "TransformScope", "catch_new_states", "StateCatcher", "NewStateCatcher",
            "active_traces", "inside_transform"]
@@ -143,6 +144,8 @@ class StateTraceStack:
                 value = scope.overlay.get(state, _MISSING)
                 return scope.read_value(state) if value is _MISSING else value
             scope = scope._parent
+        if LENT and id(state) in LENT:
+            check_lent(state)
         return state._value
 
     def _peek_value(self, state) -> Any:

@@ -8,11 +8,34 @@ state from outside it: the tracer dies with JAX's trace and the state would
 be left holding it, so :func:`check_no_tracer` refuses it
 (:class:`~brainx.TracerLeakError`) and the state keeps its value.
 
-One exception: a state *created* inside a raw JAX transform belongs to that
-trace (the one its first value's tracers come from, else the innermost one
-running). ``treefy_merge`` inside ``jax.jit`` or ``jax.grad`` (the functional
-pattern of brainstate and flax.nnx) builds such states; they may take that
-trace's tracers, and no other's (an inner ``jax.grad``'s would escape it).
+Two exceptions:
+
+- A state *created* inside a raw JAX transform belongs to that trace (the one
+  its first value's tracers come from, else the innermost one running).
+  ``treefy_merge`` inside ``jax.jit`` or ``jax.grad`` (the functional pattern
+  of brainstate and flax.nnx) builds such states; they may take that trace's
+  tracers, and no other's (an inner ``jax.grad``'s would escape it).
+- A state may be *lent* to a raw trace that is still running: code traced by
+  ``jax.custom_vjp``'s forward rule or a raw ``lax.scan`` body may write a
+  state, read it back, and put the old value back (``restore_value``) before
+  its trace ends, as braintrace does. brainx remembers the value from before
+  the first such write. If the state is read after that trace has ended and
+  still holds its tracer, brainx puts that value back and raises
+  :class:`~brainx.TracerLeakError`: no state keeps a dead tracer.
+
+Examples
+--------
+>>> import jax, jax.numpy as jnp, brainx
+>>> w = brainx.ParamState(jnp.ones(2), name="w")
+>>> @jax.jit
+... def scaled_sum(x):
+...     before = w.value
+...     w.value = before * x          # lent to jax.jit's trace ...
+...     out = w.value.sum()
+...     w.restore_value(before)       # ... and given back before it ends
+...     return out
+>>> float(scaled_sum(3.0)), w.value.tolist()
+(6.0, [1.0, 1.0])
 """
 
 from __future__ import annotations
@@ -23,8 +46,9 @@ import jax
 from jax.core import Tracer
 
 from brainx.errors import StateTypeError, TracerLeakError
-from brainx.lanes import current_trace, jax_is_tracing
+from brainx.lanes import alive_trace_ids, current_trace, jax_is_tracing
 from brainx.state.hookable import HookableState
+from brainx.state.lending import LENT, lend as _lend
 from brainx.state.values import _Expired
 
 __all__ = ["check_no_tracer", "expire_if_traced"]
@@ -68,18 +92,26 @@ def check_no_tracer(state: HookableState, value: Any) -> None:
 
 
 def _check_leaves(state: HookableState, leaves: list) -> None:
+    foreign = []
+    born_in = state.__dict__.get(_BORN_IN, _NOWHERE)
     for leaf in leaves:
         if isinstance(leaf, Tracer):
-            if leaf._trace is state.__dict__.get(_BORN_IN, _NOWHERE):
-                continue
-            raise TracerLeakError(
-                f"{state!r} was written with a JAX tracer outside any brainx transform. A raw JAX "
-                "transform (jax.jit, jax.grad, jax.vmap, jax.lax.scan, ...) is tracing a function "
-                "that writes this state; use brainx.transform.jit / grad / vmap / scan (or "
-                "checkpoint) instead, which thread the state through the trace and write it "
-                "back. The state keeps its previous value.")
-        if isinstance(leaf, HookableState):
+            if leaf._trace is not born_in:
+                foreign.append(leaf)
+        elif isinstance(leaf, HookableState):
             _check_not_state(leaf, state)
+    if not foreign:
+        LENT.pop(id(state), None)    # a real value again: nothing to give back
+        return
+    alive = alive_trace_ids()
+    if any(id(t._trace) not in alive for t in foreign):
+        raise TracerLeakError(
+            f"{state!r} was written with a JAX tracer outside any brainx transform, from a JAX "
+            "trace that is not running here. A raw JAX transform (jax.jit, jax.grad, jax.vmap, "
+            "jax.lax.scan, ...) traced a function that writes this state; use "
+            "brainx.transform.jit / grad / vmap / scan (or checkpoint) instead, which thread "
+            "the state through the trace and write it back. The state keeps its previous value.")
+    _lend(state)
 
 
 _NOWHERE = object()

@@ -38,6 +38,10 @@ def _path(key: Any) -> Any:
     return DottedPath((key,))
 
 
+def _by_dotted(mapping: Any) -> dict:
+    return {k if isinstance(k, str) else _path(k).dotted: v for k, v in mapping.items()}
+
+
 def _predicates(filters: Tuple[Filter, ...]):
     for i, f in enumerate(filters[:-1]):
         if (f is ... or f is True) and not all(g is ... or g is True for g in filters[i + 1:]):
@@ -121,30 +125,54 @@ class FlattedDict(_KeysAsAttributes, dict):
         self.update(*args, **kwargs)
 
     # -- keys as tuples or dotted strings -----------------------------------------
+    def _key(self, key: Any) -> DottedPath:
+        """The stored key for ``key``: a path hashes as its tuple, so a key not found so
+        (a dotted string ``"layers.0.w"``, whose ``"0"`` is a str) is matched by its dotted form."""
+        path = _path(key)
+        # only a path with a number in it can be spelled two ways (the int 0 or the str "0")
+        if not dict.__contains__(self, path) and any(str(p).isdigit() for p in path):
+            text = path.dotted
+            for stored in dict.keys(self):
+                if stored.dotted == text:
+                    return stored
+        return path
+
     def __getitem__(self, key: Any) -> Any:
-        return super().__getitem__(_path(key))
+        return super().__getitem__(self._key(key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        super().__setitem__(_path(key), value)
+        super().__setitem__(self._key(key), value)
 
     def __delitem__(self, key: Any) -> None:
-        super().__delitem__(_path(key))
+        super().__delitem__(self._key(key))
 
     def __contains__(self, key: Any) -> bool:
-        return super().__contains__(_path(key))
+        return super().__contains__(self._key(key))
 
     def get(self, key: Any, default: Any = None) -> Any:
-        return super().get(_path(key), default)
+        return super().get(self._key(key), default)
 
     def pop(self, key: Any, *default: Any) -> Any:
-        return super().pop(_path(key), *default)
+        return super().pop(self._key(key), *default)
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
-        return super().setdefault(_path(key), default)
+        return super().setdefault(self._key(key), default)
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
+
+    def __eq__(self, other: Any) -> bool:
+        """Equal to a mapping with the same items, its keys given as tuples or dotted strings."""
+        if not isinstance(other, abc.Mapping):
+            return NotImplemented
+        return _by_dotted(self) == _by_dotted(other)
+
+    def __ne__(self, other: Any) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # a mutable mapping
 
     def copy(self) -> "FlattedDict":
         return FlattedDict(self)

@@ -6,12 +6,12 @@ a dict key per level. Programs index them (``path[-1] == "weight"``), join
 them, and nest them back (``to_nest()``). brainx printed and looked them up
 as dotted strings (``"layers.0.weight"``).
 
-A :class:`DottedPath` is both: a tuple of the path's parts that prints,
-hashes and compares as its dotted string. So ``path[-1]``, ``len(path)`` and
-iteration see the parts, while ``path == "layers.0.weight"`` is true and a
-dict keyed by paths can be indexed by the dotted string. Looking one up by a
-plain tuple needs a mapping that converts it, as :class:`~brainx.util.FlattedDict`
-does (a plain tuple hashes differently).
+A :class:`DottedPath` is both: a tuple of the path's parts that hashes as
+that tuple (so ``{path} == {("layers", 0, "weight")}``, as with brainstate's
+keys) and prints and compares as its dotted string. So ``path[-1]``,
+``len(path)`` and iteration see the parts, and ``path == "layers.0.weight"``
+is true. Looking one up by its dotted string needs a mapping that converts
+it, as :class:`~brainx.util.FlattedDict` does (a string hashes differently).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def dotted(parts: Iterable[Any]) -> str:
 
 
 class DottedPath(tuple):
-    """A path tuple that prints, hashes and compares as its dotted string.
+    """A path tuple that hashes as a tuple and prints and compares as its dotted string.
 
     Examples
     --------
@@ -35,7 +35,7 @@ class DottedPath(tuple):
     >>> p = DottedPath(("layers", 0, "weight"))
     >>> p, p[-1], p[1] + 1, len(p)
     ('layers.0.weight', 'weight', 1, 3)
-    >>> p == "layers.0.weight", p == ("layers", 0, "weight"), {p: 1}["layers.0.weight"]
+    >>> p == "layers.0.weight", p == ("layers", 0, "weight"), {p: 1}[("layers", 0, "weight")]
     (True, True, 1)
     """
 
@@ -61,7 +61,7 @@ class DottedPath(tuple):
         return format(self.dotted, spec)
 
     def __hash__(self) -> int:
-        return hash(self.dotted)
+        return tuple.__hash__(self)   # as brainstate's path tuples: {("w",)} == {path}
 
     def _other(self, other: Any):
         if isinstance(other, str):

@@ -255,7 +255,7 @@ def assign_state_values(target: Module, *state_by_abs_path: Mapping[str, Any]
     >>> import jax, jax.numpy as jnp, brainx
     >>> net = brainx.nn.Sequential(brainx.nn.Linear(2, 2), brainx.nn.Linear(2, 1))
     >>> saved = {k: jax.tree.map(jnp.zeros_like, s.value) for k, s in net.states().items()}
-    >>> brainx.nn.assign_state_values(net, {"layers.0.weight": saved["layers.0.weight"], "x": 1})
+    >>> brainx.nn.assign_state_values(net, {"layers.0.weight": saved["layers", 0, "weight"], "x": 1})
     (['x'], ['layers.1.weight'])
     >>> float(abs(net.layers[0].weight.value["weight"]).sum())
     0.0
@@ -264,7 +264,7 @@ def assign_state_values(target: Module, *state_by_abs_path: Mapping[str, Any]
     for mapping in state_by_abs_path:
         for key, value in mapping.items():
             given[".".join(map(str, key)) if isinstance(key, tuple) else str(key)] = value
-    states = target.states()
+    states = {path.dotted: state for path, state in target.states().items()}
     for path in states.keys() & given.keys():
         states[path].value = jax.tree.map(jnp.asarray, given[path])
     return sorted(given.keys() - states.keys()), sorted(states.keys() - given.keys())

@@ -93,6 +93,8 @@ class StateDifferentiation:
         self.has_aux = bool(has_aux)
         self.unit_aware = unit_aware
         self.check_states = check_states
+        # vector_grad takes a Quantity output as brainstate does: the gradient of its mantissa
+        self._quantity_output = False
         self._name = f"{name}({getattr(fun, '__name__', 'fun')})"
 
         leaves, self._grad_tree = jax.tree.flatten(grad_states, is_leaf=_is_state)
@@ -133,6 +135,7 @@ class StateDifferentiation:
         values = read_state_values(sig.states)
         pure = self.stateful.pure(sig, key)
         has_aux, unit_aware, name = self.has_aux, self.unit_aware, self._name
+        quantity_ok = unit_aware or self._quantity_output
         outer = current_trace()
 
         def f(grad_values, *diff_args):
@@ -153,7 +156,7 @@ class StateDifferentiation:
                 y, aux = out
             else:
                 y, aux = out, None
-            if not unit_aware and any(_is_quantity(leaf) and not leaf.unit.is_unitless
+            if not quantity_ok and any(_is_quantity(leaf) and not leaf.unit.is_unitless
                                       for leaf in jax.tree.leaves(y, is_leaf=_is_quantity)):
                 raise TypeError(f"{name}: the function returns a brainunit Quantity. Pass "
                                 "unit_aware=True (gradients then carry unit(y)/unit(x)), or "
@@ -255,6 +258,7 @@ class GradientTransform(StateDifferentiation):
         self._transform = transform
         # a Jacobian transform returns the derivatives of each output leaf in turn
         self._output_major = any(transform is t for t in _OUTPUT_MAJOR)
+        self._quantity_output = transform is _vector_grad
         self._transform_kwargs = {**transform_kwargs, **(transform_params or {})}
         functools.update_wrapper(self, target, updated=())
 
@@ -381,7 +385,9 @@ def vector_grad(func: Optional[Callable] = None, grad_states=None, argnums=None,
     """The gradient of the sum of a non-scalar output: the VJP with a cotangent of ones.
 
     Same arguments (``debug_nan`` included) and result layout as :func:`grad`;
-    ``func`` may return any array (a single array when ``unit_aware``).
+    ``func`` may return any array (a single array when ``unit_aware``). A
+    brainunit Quantity output without ``unit_aware`` is taken as brainstate
+    takes it: the gradient is that of the sum of its mantissa, a plain array.
 
     Examples
     --------

@@ -30,6 +30,7 @@ from jax._src import config as _config
 from brainx.environ.reads import VERSION
 from brainx.state.state import _EPOCH
 from brainx.state.trace import _THREAD
+from brainx.state.lending import LENT
 from brainx.transform.core.jaxpr_builder import CONCRETE_TYPES
 from brainx.transform.core.stateful import RetraceNeeded
 
@@ -41,7 +42,7 @@ __all__ = ["MAX_UNROLLED", "make_fast_call"]
 #: call, which matters more than 2 % of each later one.
 MAX_UNROLLED = 512
 
-_GLOBALS = {"_EPOCH": _EPOCH, "_ENV": VERSION, "_THREAD": _THREAD,
+_GLOBALS = {"_EPOCH": _EPOCH, "_ENV": VERSION, "_THREAD": _THREAD, "LENT": LENT,
             "DISABLE_JIT": _config.disable_jit,
             "CONCRETE_TYPES": CONCRETE_TYPES, "RetraceNeeded": RetraceNeeded}
 
@@ -49,7 +50,7 @@ _TEMPLATE = '''\
 def fast_call(*args, **kwargs):
     if DISABLE_JIT.value:
         return fun(*args, **kwargs)
-    if _EPOCH[0] != epoch or _THREAD.frames:
+    if _EPOCH[0] != epoch or _THREAD.frames or LENT:  # LENT: a state holds a raw trace's tracer
         return slow(args, kwargs, False)
     if _ENV[0] != env_version[0] and not settings_hold():  # a setting it read changed
         return slow(args, kwargs, False)

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tupl
 import jax
 
 from brainx.state.state import _EPOCH
+from brainx.state.lending import LENT
 from brainx.state.trace import _THREAD
 from brainx.environ import reads as env_reads
 from brainx.environ.settings import settings_unchanged
@@ -195,7 +196,7 @@ class JitEntry:
 
     def values(self) -> Optional[list]:
         """The states' current values (``None`` if one was garbage collected)."""
-        if _THREAD.frames:
+        if _THREAD.frames or LENT:  # LENT: checked reads (a state may hold a dead tracer)
             states = [r() for r in self.refs]
             if any(s is None for s in states):
                 return None

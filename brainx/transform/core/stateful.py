@@ -35,7 +35,9 @@ from jax.core import Tracer
 
 from brainx.environ import reads as env_reads
 from brainx.errors import StateTypeError, TracerLeakError
+from brainx.lanes import alive_trace_ids
 from brainx.state.state import State
+from brainx.state.lending import transform_call
 from brainx.state.trace import TransformScope
 from brainx.transform.core.arguments import (
     check_hashable, check_static_argnames, fixed_positional_count, function_name, infer_static,
@@ -377,7 +379,7 @@ class StatefulFunction(StatefulFunctionAPI):
             with scope:
                 out = self.fun(*args, **kwargs)
             states = scope.states
-            alive = _alive_traces(trace)
+            alive = alive_trace_ids(trace)
             for s in scope.get_write_states():
                 _refuse_foreign_tracers(s, scope.overlay[s], alive, self.name)
             written = tuple(scope.was_written(s) or _mutated_in_place(scope.overlay[s], lifted[s])
@@ -454,7 +456,8 @@ class StatefulFunction(StatefulFunctionAPI):
              kwargs: dict):
         """``run(sig, key, dyn_args, dyn_kwargs)`` with this call's signature (one trace)."""
         key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        return run(self.discover(key, dyn_args, dyn_kwargs), key, dyn_args, dyn_kwargs)
+        with transform_call():  # states lent to raw traces inside it are put back at its end
+            return run(self.discover(key, dyn_args, dyn_kwargs), key, dyn_args, dyn_kwargs)
 
     def __repr__(self) -> str:
         return f"StatefulFunction({self.name})"
@@ -488,17 +491,8 @@ def _refuse_state_outputs(out_leaves: Sequence[Any], where: str) -> None:
             "where it lives. No state was changed.")
 
 
-def _alive_traces(trace: Any) -> set:
-    """Ids of ``trace`` and the traces it is nested in."""
-    alive = set()
-    while trace is not None:
-        alive.add(id(trace))
-        trace = getattr(trace, "parent_trace", None)
-    return alive
-
-
 def _refuse_foreign_tracers(state: State, value: Any, alive: set, where: str) -> None:
-    """Raise if ``value`` holds a tracer of a trace not in ``alive`` (:func:`_alive_traces`).
+    """Raise if ``value`` holds a tracer of a trace not in ``alive`` (:func:`~brainx.lanes.alive_trace_ids`).
 
     Such a tracer was written by a raw JAX transform (``jax.jit``,
     ``lax.scan``, ...) nested in the brainx one: it has died with that

@@ -1,0 +1,111 @@
+"""States lent to a raw JAX trace while it runs, and what happens when it has ended.
+
+Outside brainx's trace scopes, code traced by a raw JAX transform
+(``jax.custom_vjp``'s forward rule, a ``lax.scan`` body, ``jax.jit``) may
+write a state with that trace's tracer, read it back and put the old value
+back before the trace ends (braintrace does this). :func:`lend` records such a
+state in :data:`LENT` with its value from before the first such write. The
+state never keeps a tracer of a trace that has ended:
+
+- a brainx transform call (:func:`transform_call`) puts back, at its end, the
+  value of every state lent while it ran whose trace has ended, as brainstate
+  restores the states a transform read (this is braintrace's pattern: a
+  ``custom_vjp`` forward rule run by ``transform.grad`` leaves a parameter
+  holding its tracer);
+- a read of such a state (:func:`check_lent`) puts the value back too, and,
+  outside every brainx transform call, raises :class:`~brainx.TracerLeakError`:
+  ``jax.jit`` over a function that writes a state is a bug (the compiled
+  function would not write it again), and brainstate loses that update silently.
+
+Readers test ``LENT`` first: while nothing is lent, a read costs one truth test.
+
+Examples
+--------
+>>> import jax, jax.numpy as jnp, brainx
+>>> w = brainx.ParamState(jnp.ones(2), name="w")
+>>> _ = jax.jit(lambda x: setattr(w, "value", w.value * x) or x)(3.0)
+>>> try:
+...     w.value
+... except brainx.TracerLeakError as e:
+...     print(str(e)[:58])
+ParamState(name='w', shape=(2,), dtype=float32) still held
+>>> w.value.tolist()
+[1.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import jax
+from jax.core import Tracer
+
+from brainx.errors import TracerLeakError
+from brainx.lanes import alive_trace_ids
+
+__all__ = ["LENT", "lend", "check_lent", "transform_call"]
+
+# States lent to a raw JAX trace: ``id(state) -> (weak ref, value before, call depth)``. The
+# value before is the one from before the first write of a tracer; the depth is how many
+# brainx transform calls were running then.
+LENT: dict = {}
+
+
+class _Calls(threading.local):
+    depth = 0
+
+
+_CALLS = _Calls()
+
+
+def lend(state: Any) -> None:
+    """Record that ``state`` now holds a tracer of a running raw trace (keeps its value before)."""
+    key = id(state)
+    if key not in LENT:
+        ref = weakref.ref(state, lambda _, key=key: LENT.pop(key, None))
+        LENT[key] = (ref, state._value, _CALLS.depth)
+
+
+def _give_back_if_ended(state: Any) -> bool:
+    """Put back ``state``'s value from before it was lent if its trace ended; ``True`` if so."""
+    tracers = [x for x in jax.tree.leaves(state._value) if isinstance(x, Tracer)]
+    if tracers:
+        alive = alive_trace_ids()
+        if all(id(t._trace) in alive for t in tracers):
+            return False
+        state._value = LENT[id(state)][1]
+    LENT.pop(id(state), None)
+    return bool(tracers)
+
+
+def check_lent(state: Any) -> None:
+    """Called on reading a lent state: has the trace it was lent to ended?
+
+    If it has, the state gets back its value from before it was lent; outside
+    every brainx transform call :class:`~brainx.TracerLeakError` says so.
+    """
+    if _give_back_if_ended(state) and not _CALLS.depth:
+        raise TracerLeakError(
+            f"{state!r} still held a tracer of a raw JAX transform that has ended (jax.jit, "
+            "jax.custom_vjp, jax.lax.scan, ...): code traced by it wrote the state and did not "
+            "put the earlier value back. brainx has put back the value the state had before "
+            "that write. Write states through brainx.transform.jit / scan / grad, or call "
+            "state.restore_value(old) before the raw transform's function returns.")
+
+
+@contextmanager
+def transform_call() -> Iterator[None]:
+    """A brainx transform call: states lent while it runs get their values back at its end."""
+    _CALLS.depth += 1
+    try:
+        yield
+    finally:
+        _CALLS.depth -= 1
+        if LENT:
+            for ref, _, depth in list(LENT.values()):
+                state = ref()
+                if state is not None and depth > _CALLS.depth:
+                    _give_back_if_ended(state)

@@ -1,0 +1,171 @@
+"""A state lent to a raw JAX trace while it runs (braintrace's pattern), and what happens
+when the trace ends with the state still holding its tracer."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import brainx
+from brainx.state.lending import LENT
+
+
+def test_custom_vjp_forward_writes_then_restores_a_state():
+    # braintrace writes parameters inside its custom_vjp forward rule and puts them back
+    w = brainx.ParamState(jnp.array([1.0, 2.0]), name="w")
+
+    @jax.custom_vjp
+    def f(x):
+        return jnp.sum(w.value * x)
+
+    def f_fwd(x):
+        before = w.value
+        w.value = before * 2.0                  # a tracer of the forward trace
+        out = jnp.sum(w.value * x) / 2.0        # read back inside the same trace
+        w.restore_value(before)
+        return out, x
+
+    def f_bwd(x, g):
+        return (g * w.value,)
+
+    f.defvjp(f_fwd, f_bwd)
+    x = jnp.array([3.0, 4.0])
+    grad = jax.jit(jax.grad(f))(x)
+    np.testing.assert_allclose(grad, jax.grad(lambda x: jnp.sum(jnp.array([1.0, 2.0]) * x))(x))
+    np.testing.assert_array_equal(w.value, [1.0, 2.0])
+    assert id(w) not in LENT
+
+
+def test_raw_scan_body_writes_and_restores():
+    h = brainx.HiddenState(jnp.zeros(3), name="h")
+
+    def body(carry, x):
+        before = h.value
+        h.value = carry + x
+        new = h.value * 2
+        h.restore_value(before)
+        return new, new.sum()
+
+    carry, ys = jax.lax.scan(body, jnp.ones(3), jnp.arange(4.0))
+    ref_carry, ref_ys = jnp.ones(3), []
+    for x in range(4):
+        ref_carry = (ref_carry + x) * 2
+        ref_ys.append(ref_carry.sum())
+    np.testing.assert_allclose(carry, ref_carry)
+    np.testing.assert_allclose(ys, ref_ys)
+    np.testing.assert_array_equal(h.value, np.zeros(3))
+
+
+def test_a_state_left_holding_a_dead_tracer_is_put_back_on_read():
+    w = brainx.ParamState(jnp.ones(2), name="w")
+
+    @jax.jit
+    def forgets(x):
+        w.value = w.value * x          # never restored
+        return w.value.sum()
+
+    assert float(forgets(3.0)) == 6.0
+    with pytest.raises(brainx.TracerLeakError, match="'w'.*has ended.*put back"):
+        w.value
+    np.testing.assert_array_equal(w.value, [1.0, 1.0])   # the value from before the write
+    assert id(w) not in LENT
+    # the next brainx transform reads the put-back value
+    np.testing.assert_array_equal(brainx.transform.jit(lambda: w.value * 2)(), [2.0, 2.0])
+
+
+def test_a_brainx_transform_reading_a_dead_lent_state_gets_the_error():
+    w = brainx.ParamState(jnp.ones(2), name="w")
+    jax.jit(lambda x: setattr(w, "value", w.value + x) or x)(1.0)
+    with pytest.raises(brainx.TracerLeakError, match="'w'"):
+        brainx.transform.jit(lambda: w.value * 2)()
+    np.testing.assert_array_equal(w.value, [1.0, 1.0])
+
+
+def test_writing_a_tracer_of_a_trace_that_ended_is_refused_at_once():
+    w = brainx.ParamState(jnp.zeros(2), name="w")
+    leaked = []
+    jax.jit(lambda x: leaked.append(x) or x)(jnp.ones(2))
+    with pytest.raises(brainx.TracerLeakError, match="not running here"):
+        w.value = leaked[0]
+    np.testing.assert_array_equal(w.value, [0.0, 0.0])
+    assert id(w) not in LENT
+
+
+def test_lent_then_given_a_real_value_inside_the_trace_is_no_longer_lent():
+    w = brainx.ParamState(jnp.zeros(2), name="w")
+
+    @jax.jit
+    def f(x):
+        w.value = x
+        w.value = np.full(2, 5.0, np.float32)   # a real value before the trace ends
+        return x
+
+    f(jnp.ones(2))
+    assert id(w) not in LENT
+    np.testing.assert_array_equal(w.value, [5.0, 5.0])
+
+
+def test_lending_does_not_keep_a_state_alive():
+    import gc
+    import weakref
+
+    w = brainx.ParamState(jnp.zeros(2), name="w")
+    jax.jit(lambda x: setattr(w, "value", x) or x)(jnp.ones(2))
+    ref = weakref.ref(w)
+    assert id(w) in LENT
+    key = id(w)
+    del w
+    gc.collect()
+    assert ref() is None and key not in LENT
+
+
+def test_a_transform_call_gives_back_what_a_custom_vjp_forward_left_lent():
+    # braintrace: transform.grad runs a custom_vjp whose forward rule writes a parameter and
+    # its backward rule reads the parameter's shape; at the end of the call (as brainstate
+    # restores the states a transform read) the parameter has its value back, silently
+    w = brainx.ParamState(jnp.array([1.0, 2.0, 3.0]), name="w")
+
+    @jax.custom_vjp
+    def f(x):
+        return x * w.value
+
+    def f_fwd(x):
+        w.value = w.value * 1.0               # not put back
+        return x * w.value, x
+
+    def f_bwd(x, g):
+        assert w.value.shape == (3,)          # read while the call runs: the old value
+        return (g * jnp.array([1.0, 2.0, 3.0]),)
+
+    f.defvjp(f_fwd, f_bwd)
+    x = jnp.ones(3)
+    g = brainx.transform.grad(lambda x: f(x).sum())(x)
+    np.testing.assert_array_equal(g, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(w.value, [1.0, 2.0, 3.0])
+    assert id(w) not in LENT
+    # grad_states given: the same, and the gradient of the loss w.r.t. w is the plain one
+    grads = brainx.transform.grad(lambda x: (x * w.value).sum(), grad_states=w)(x)
+    np.testing.assert_array_equal(grads, x)
+
+
+def test_outside_a_transform_call_a_custom_vjp_forward_left_lent_is_an_error():
+    h = brainx.HiddenState(jnp.zeros(3), name="h")
+
+    @jax.custom_vjp
+    def f(x):
+        return x * 2
+
+    def f_fwd(x):
+        h.value = x * 2                       # not put back
+        return x * 2, None
+
+    def f_bwd(_, g):
+        return (g * 2 + h.value,)             # jit's tracer: its trace still runs
+
+    f.defvjp(f_fwd, f_bwd)
+    g = jax.jit(jax.grad(lambda x: f(x).sum()))(jnp.ones(3))
+    np.testing.assert_array_equal(g, [4.0, 4.0, 4.0])
+    with pytest.raises(brainx.TracerLeakError, match="'h'.*has ended"):
+        h.value                               # after jax.jit: refused, and given back
+    np.testing.assert_array_equal(h.value, np.zeros(3))
+    assert id(h) not in LENT
