@@ -36,7 +36,6 @@ The module also holds the HLO counting that ``benchmarks/coba.py`` uses.
 from __future__ import annotations
 
 import argparse
-import functools
 import re
 import statistics
 import time

@@ -10,7 +10,11 @@ for most) sets how wide the surrogate is.
 
 Every surrogate exists as a function (``sigmoid(x, alpha=4.)``) and as a small
 class whose instances are hashable and comparable, so they can be stored on a
-model or passed as a static argument (``Sigmoid(alpha=4.)(x)``). Gradients are
+model or passed as a static argument (``Sigmoid(alpha=4.)(x)``). A neuron calls
+``spike_at(V, V_th, scale)`` instead of ``self((V - V_th) / scale)``: the same
+spikes and gradients, but the forward pass is the comparison ``V >= V_th``, and
+the surrogate is evaluated on the backward pass from ``V`` itself, so a potential
+tested twice in a step (by the model and by the neuron) is saved once. Gradients are
 defined with ``jax.custom_jvp``, so they work under ``grad``, ``jvp``, ``vmap``,
 ``jit``, ``checkpoint`` and inside loops. The parameters get no gradient.
 
