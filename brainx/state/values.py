@@ -36,6 +36,9 @@ class _Expired:
 def describe_value(value: Any) -> str:
     """``shape=(3,), dtype=float32`` for one array; a tree of ``float32[3]`` otherwise.
 
+    The repr options (:func:`brainx.util.repr_options`) can add the values
+    (``summary=False``) and the memory size (``show_nbytes=True``).
+
     Examples
     --------
     >>> import jax.numpy as jnp
@@ -47,6 +50,14 @@ def describe_value(value: Any) -> str:
     """
     if type(value) is _Expired:
         return f"<expired: created inside {value.where or 'a transform'}>"
+    from brainx.util.repr_options import describe_with_options, get_repr_options  # (a cycle)
+    options = get_repr_options()
+    if not options.summary or options.show_nbytes:
+        return describe_with_options(value, options, _describe_summary(value))
+    return _describe_summary(value)
+
+
+def _describe_summary(value: Any) -> str:
     leaves, treedef = jax.tree.flatten(value)
     if treedef.num_leaves == 1 and treedef.num_nodes == 1:
         return _describe_array(value)

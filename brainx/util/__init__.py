@@ -24,6 +24,10 @@ For user programs (the names of ``brainstate.util``):
 * :mod:`brainx.util.pretty` and :mod:`brainx.util.pretty_containers`:
   multi-line, cycle-safe reprs (:class:`PrettyRepr`, :class:`PrettyDict`,
   :class:`PrettyList`, :class:`PrettyObject`, ...);
+* :mod:`brainx.util.repr_options` and :mod:`brainx.util.pretty_format`: the
+  options of brainx's reprs (:class:`ReprOptions`, :func:`repr_options`,
+  :func:`set_repr_options`, :func:`get_repr_options`), :class:`ReprSummary`,
+  :func:`format_array_like`, :func:`format_bytes` and :func:`pretty_format`;
 * :mod:`brainx.util.cache`: :class:`BoundedCache`, a thread-safe LRU cache;
 * :mod:`brainx.util.helpers`: :func:`split_total`, :func:`get_unique_name`,
   :func:`is_instance_eval`, :func:`not_instance_eval`;
@@ -54,6 +58,11 @@ from brainx.util.pretty import (
     pretty_repr_elem, pretty_repr_object, yield_unique_pretty_repr_items,
 )
 from brainx.util.tracing import StateJaxTracer, current_jax_trace
+from brainx.util.repr_options import (
+    ReprOptions, ReprSummary, format_array_like, format_bytes, get_repr_options, repr_options,
+    set_repr_options,
+)
+from brainx.util.pretty_format import pretty_format
 
 
 def __getattr__(name):
@@ -79,4 +88,7 @@ __all__ = [
     "copy", "pop", "pretty_repr",
     "PrettyDict", "PrettyList", "PrettyObject",
     "breakpoint_if",
+    # brainstate 0.6.0's repr options
+    "repr_options", "set_repr_options", "get_repr_options", "ReprOptions", "ReprSummary",
+    "pretty_format", "pretty_repr_object", "format_bytes", "format_array_like",
 ]

@@ -11,6 +11,9 @@ line, as brainstate and flax.nnx print a model:
         weight: ParamState(value={'bias': float32[4], 'weight': float32[3,4]})
       lif: LIF(in_size=(4,))
         V: HiddenState(shape=(4,), dtype=float32, unit=mV)
+
+The states' lines follow the repr options (:func:`brainx.util.repr_options`):
+``summary=False`` shows the values, ``show_nbytes=True`` the memory sizes.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import jax
 
 from brainx.graph.node import Node
 from brainx.state.state import State
-from brainx.state.values import dtype_name
+from brainx.util.repr_options import format_array_like, one_line
 
 __all__ = ["module_tree"]
 
@@ -98,9 +101,7 @@ class _Leaf:
 
 
 def _leaf(x: Any) -> Any:
-    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
-    if shape is None or dtype is None:
+    """``float32[3,4]`` (`` mV`` for a unit), or what the repr options ask for instead."""
+    if getattr(x, "shape", None) is None or getattr(x, "dtype", None) is None:
         return x
-    unit = getattr(x, "unit", None)
-    text = f"{dtype_name(dtype)}[{','.join(map(str, shape))}]"
-    return _Leaf(text if unit is None or unit.is_unitless else f"{text} {unit}")
+    return _Leaf(one_line(format_array_like(x)))
