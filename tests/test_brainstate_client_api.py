@@ -5,6 +5,7 @@ Each test states the documented behaviour and compares against the plain computa
 
 from typing import TypeVar, Union, get_args
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -231,3 +232,25 @@ def test_state_paths_are_brainstate_tuples_and_still_found_by_dotted_string():
             self.w = brainx.ParamState(jnp.ones(2))
 
     assert set(Cell().states().keys()) == {("w",)}
+
+
+def test_grads_of_a_states_mapping_are_a_plain_dict_with_its_keys():
+    # braintrace adds grads of `model.states(ParamState)` to a dict of zeros in a scan
+    net = brainx.nn.Sequential(brainx.nn.Linear(2, 2), brainx.nn.Linear(2, 1))
+    weights = net.states(brainx.ParamState)
+    x = jnp.array([[0.5, -1.0]])
+
+    def loss():
+        return jnp.sum(net(x) ** 2)
+
+    grads = brainx.transform.grad(loss, weights)()
+    assert type(grads) is dict and set(grads) == set(weights.keys())
+    zeros = {k: jax.tree.map(jnp.zeros_like, s.value) for k, s in weights.items()}
+    total = jax.tree.map(lambda a, b: a + b, zeros, grads)       # the same tree
+    plain = jax.grad(lambda vals: jnp.sum(
+        ((x @ vals[0]["weight"] + vals[0]["bias"]) @ vals[1]["weight"] + vals[1]["bias"]) ** 2))(
+        [net.layers[0].weight.value, net.layers[1].weight.value])
+    for i in range(2):
+        for name in ("weight", "bias"):
+            np.testing.assert_allclose(total["layers", i, "weight"][name], plain[i][name],
+                                       rtol=1e-6)

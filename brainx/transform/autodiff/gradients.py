@@ -97,6 +97,8 @@ class StateDifferentiation:
         self._quantity_output = False
         self._name = f"{name}({getattr(fun, '__name__', 'fun')})"
 
+        if isinstance(grad_states, dict):  # as brainstate: a FlattedDict's grads are a plain dict
+            grad_states = dict(grad_states)
         leaves, self._grad_tree = jax.tree.flatten(grad_states, is_leaf=_is_state)
         for leaf in leaves:
             if not isinstance(leaf, State):
