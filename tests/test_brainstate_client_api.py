@@ -254,3 +254,16 @@ def test_grads_of_a_states_mapping_are_a_plain_dict_with_its_keys():
         for name in ("weight", "bias"):
             np.testing.assert_allclose(total["layers", i, "weight"][name], plain[i][name],
                                        rtol=1e-6)
+
+
+@pytest.mark.parametrize("op, truth", [
+    ("add", lambda a, b: a + b), ("and", lambda a, b: a & b),
+    ("iand", lambda a, b: (~a) & b), ("or", lambda a, b: a | b)])
+def test_spike_bitwise_matches_the_boolean_operation_on_spikes(op, truth):
+    a = np.array([0, 0, 1, 1], dtype=bool)
+    b = np.array([0, 1, 0, 1], dtype=bool)
+    got = brainx.nn.SpikeBitwise(op)(jnp.asarray(a, jnp.float32), jnp.asarray(b))
+    np.testing.assert_array_equal(got, truth(a.astype(int), b.astype(int)) if op == "add"
+                                  else truth(a, b).astype(np.float32))
+    with pytest.raises(ValueError, match="op must be one of"):
+        brainx.nn.SpikeBitwise("xor")

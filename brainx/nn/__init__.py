@@ -46,7 +46,7 @@ from brainx.nn.layers.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
 from brainx.nn.layers.elementwise import (
     CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, Identity,
     LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU, ReLU6, RReLU, Sigmoid, SiLU, Softmax,
-    Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold,
+    Softmax2d, Softmin, Softplus, Softshrink, Softsign, SpikeBitwise, Tanh, Tanhshrink, Threshold,
 )
 from brainx.nn.layers.embedding import Embedding
 from brainx.nn.layers.linear import Linear
@@ -111,7 +111,7 @@ __all__ = [
     "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU",
     "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU",
     "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin",
-    "Softmax", "Softmax2d", "LogSoftmax", "Identity",
+    "Softmax", "Softmax2d", "LogSoftmax", "Identity", "SpikeBitwise",
     # activation functions
     "tanh", "relu", "squareplus", "softplus", "soft_sign", "sigmoid", "silu", "swish",
     "log_sigmoid", "elu", "leaky_relu", "hard_tanh", "celu", "selu", "gelu", "glu", "logsumexp",

@@ -29,7 +29,7 @@ __all__ = [
     "Threshold", "ReLU", "RReLU", "Hardtanh", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "SiLU",
     "Mish", "Hardswish", "ELU", "CELU", "SELU", "GLU", "GELU", "Hardshrink", "LeakyReLU",
     "LogSigmoid", "Softplus", "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin",
-    "Softmax", "Softmax2d", "LogSoftmax", "Identity",
+    "Softmax", "Softmax2d", "LogSoftmax", "Identity", "SpikeBitwise",
 ]
 
 
@@ -284,3 +284,48 @@ class PReLU(ElementWiseBlock):
 
     def __repr__(self) -> str:
         return f"PReLU(num_parameters={self.num_parameters})"
+
+
+_SPIKE_OPS = {
+    "add": lambda x, y: x + y,
+    "and": lambda x, y: x * y,
+    "iand": lambda x, y: (1 - x) * y,
+    "or": lambda x, y: x + y - x * y,
+}
+
+
+class SpikeBitwise(ElementWiseBlock):
+    """Combine two spike tensors bitwise (SEW-ResNet's connect functions), as brainstate.
+
+    ============  ===================  ====================
+    ``op``        ``g(x, y)``          computed as
+    ============  ===================  ====================
+    ``"add"``     x + y                ``x + y``
+    ``"and"``     x and y              ``x * y``
+    ``"iand"``    (not x) and y        ``(1 - x) * y``
+    ``"or"``      x or y               ``x + y - x * y``
+    ============  ===================  ====================
+
+    Written with arithmetic, so it takes float spikes and is differentiable
+    (booleans are taken as 0/1).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> x, y = jnp.array([0., 1., 1.]), jnp.array([1., 1., 0.])
+    >>> brainx.nn.SpikeBitwise("or")(x, y).tolist(), brainx.nn.SpikeBitwise("iand")(x, y).tolist()
+    ([1.0, 1.0, 1.0], [1.0, 0.0, 0.0])
+    """
+
+    def __init__(self, op: str = "add", name: Any = None):
+        super().__init__(name=name)
+        if op not in _SPIKE_OPS:
+            raise ValueError(f"SpikeBitwise: op must be one of {sorted(_SPIKE_OPS)}; got {op!r}.")
+        self.op = op
+
+    def update(self, x: Any, y: Any) -> Any:
+        if getattr(x, "dtype", None) == bool:
+            x = x.astype("float32")
+        if getattr(y, "dtype", None) == bool:
+            y = y.astype("float32")
+        return _SPIKE_OPS[self.op](x, y)
