@@ -169,3 +169,36 @@ def test_outside_a_transform_call_a_custom_vjp_forward_left_lent_is_an_error():
         h.value                               # after jax.jit: refused, and given back
     np.testing.assert_array_equal(h.value, np.zeros(3))
     assert id(h) not in LENT
+
+
+def test_a_custom_vjp_forward_traced_by_grad_inside_a_loop_leaves_the_loop_state_as_it_was():
+    # braintrace: transform.grad inside transform.scan; the custom_vjp forward rule (traced when
+    # grad differentiates, after grad's own trace scope closed) writes the hidden state
+    h = brainx.HiddenState(jnp.zeros(2), name="h")
+    w = brainx.ParamState(jnp.array([1.0, -1.0]), name="w")
+
+    @jax.custom_vjp
+    def cell(x):
+        return jnp.tanh(w.value * x + h.value)
+
+    def cell_fwd(x):
+        y = jnp.tanh(w.value * x + h.value)
+        h.value = y                               # left in the forward rule
+        return y, (x, y)
+
+    def cell_bwd(res, g):
+        x, y = res
+        return (g * (1 - y ** 2) * w.value,)
+
+    cell.defvjp(cell_fwd, cell_bwd)
+
+    def body(total, x):
+        g = brainx.transform.grad(lambda x: cell(x).sum())(x)
+        return total + g, g
+
+    xs = jnp.array([[0.5, 1.0], [2.0, -1.0]])
+    total, gs = brainx.transform.scan(body, jnp.zeros(2), xs)
+    want = jax.vmap(jax.grad(lambda x: jnp.tanh(jnp.array([1.0, -1.0]) * x).sum()))(xs)
+    np.testing.assert_allclose(gs, want, rtol=1e-6)
+    np.testing.assert_allclose(total, want.sum(0), rtol=1e-6)
+    np.testing.assert_array_equal(h.value, np.zeros(2))       # as it was, no tracer

@@ -46,7 +46,7 @@ from jax.core import Tracer
 from brainx.errors import TracerLeakError
 from brainx.lanes import alive_trace_ids
 
-__all__ = ["LENT", "lend", "check_lent", "transform_call"]
+__all__ = ["LENT", "lend", "check_lent", "transform_call", "call_depth", "lend_in_scope"]
 
 # States lent to a raw JAX trace: ``id(state) -> (weak ref, value before, call depth)``. The
 # value before is the one from before the first write of a tracer; the depth is how many
@@ -59,6 +59,39 @@ class _Calls(threading.local):
 
 
 _CALLS = _Calls()
+
+
+# Writes into a brainx trace scope made by the machinery of a brainx call nested in it after
+# its own scope closed (``transform.grad`` differentiating: a ``custom_vjp`` forward rule it
+# traces then writes a state): ``[(depth, scope, state, value before, was written)]``.
+_SCOPE_LENT: list = []
+
+
+def call_depth() -> int:
+    """How many brainx transform calls are running in this thread."""
+    return _CALLS.depth
+
+
+def lend_in_scope(scope: Any, state: Any, before: Any, was_written: bool) -> None:
+    """Record a write into ``scope`` by a nested call's machinery (see :func:`transform_call`)."""
+    _SCOPE_LENT.append((_CALLS.depth, scope, state, before, was_written))
+
+
+def _holds_dead_tracer(value: Any, alive: set) -> bool:
+    return any(isinstance(x, Tracer) and id(x._trace) not in alive for x in jax.tree.leaves(value))
+
+
+def _give_back_scope_writes(depth: int) -> None:
+    """At the end of the call at ``depth``: undo its machinery's writes whose trace ended."""
+    alive = alive_trace_ids()
+    keep = []
+    for entry in reversed(_SCOPE_LENT):
+        made_at, scope, state, before, was_written = entry
+        if made_at <= depth:
+            keep.append(entry)
+        elif _holds_dead_tracer(scope.overlay.get(state), alive):
+            scope.give_back(state, before, was_written)
+    _SCOPE_LENT[:] = reversed(keep)
 
 
 def lend(state: Any) -> None:
@@ -104,6 +137,8 @@ def transform_call() -> Iterator[None]:
         yield
     finally:
         _CALLS.depth -= 1
+        if _SCOPE_LENT:
+            _give_back_scope_writes(_CALLS.depth)
         if LENT:
             for ref, _, depth in list(LENT.values()):
                 state = ref()

@@ -29,7 +29,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from brainx.errors import BrainxError
-from brainx.state.lending import LENT, check_lent
+from brainx.state.lending import LENT, call_depth, check_lent, lend_in_scope
 
 __all__ = ["StateTraceStack", "TransformScope", "catch_new_states", "StateCatcher", "NewStateCatcher",
            "active_traces", "inside_transform"]
@@ -352,6 +352,7 @@ class TransformScope(StateTraceStack):
         self._check_write = check_write  # check_write(state, value), after-write hook included
         self._check_read = check_read
         self.overlay: Dict[Any, Any] = {}
+        self._call_depth = call_depth()  # the brainx call this trace belongs to
 
     def read_value(self, state) -> Any:
         if self._check_read is not None:
@@ -380,12 +381,31 @@ class TransformScope(StateTraceStack):
             return
         if self._check_write is not None:
             self._check_write(state, value)
+        self._lend_if_nested(state)
         self._touched[state] = None
         self._written[state] = None
         self.overlay[state] = value
 
     def _put_back(self, state, value) -> None:
+        self._lend_if_nested(state)
         self.overlay[state] = value
+
+    def _lend_if_nested(self, state) -> None:
+        if call_depth() > self._call_depth:
+            # written by the machinery of a brainx call nested here whose own trace has ended
+            # (transform.grad tracing a custom_vjp forward rule): taken back at that call's
+            # end if it holds a tracer of a trace that ended by then (brainx.state.lending)
+            lend_in_scope(self, state, self.overlay.get(state, _MISSING), state in self._written)
+
+    def give_back(self, state, before: Any, was_written: bool) -> None:
+        """Undo a write (:func:`~brainx.state.lending.lend_in_scope`): ``before`` back."""
+        if before is _MISSING:  # not read here before: read it now, as the trace would have
+            self._read[state] = None
+            self.overlay[state] = self._lift(state, self.outer_value(state))
+        else:
+            self.overlay[state] = before
+        if not was_written:
+            self._written.pop(state, None)
 
     def _close(self) -> None:
         super()._close()
