@@ -458,3 +458,34 @@ def test_conductance_and_current_inputs_take_no_derivative(monkeypatch):
     brainx.transform.jit(lambda: (lif(0.2), syn()))()
     with pytest.raises(AssertionError, match="general"):
         exp_euler.exp_euler_step(lambda v: -v * v, jnp.ones(3))
+
+
+def test_a_potential_is_tested_once_and_never_with_stale_parameters_or_traces():
+    lif = nn.init_all_states(nn.LIF(3, R=1.0, tau=1.0, V_th=1.0, V_reset=0.0, V_rest=0.0,
+                                    V_initializer=nn.init.Constant(0.0)))
+    lif.V.value = jnp.array([0.5, 1.0, 1.5])
+    first = lif.get_spike()
+    assert lif.get_spike() is first and first.tolist() == [0.0, 1.0, 1.0]
+    lif.V_th = 2.0                                       # a new parameter: computed again
+    assert lif.get_spike().tolist() == [0.0, 0.0, 0.0]
+    V = lif.V.value
+    inside = jax.jit(lambda: lif.get_spike(V).sum())()  # remembered inside that trace only
+    assert float(inside) == 0.0 and lif.get_spike(V).tolist() == [0.0, 0.0, 0.0]
+
+    # in a compiled step, the model's lif.get_spike() and the step's own test are one call
+    calls, traces = [], []
+    spike_at = sg.ReluGrad.spike_at
+
+    def counting(self, *args):
+        calls.append(1)
+        return spike_at(self, *args)
+    sg.ReluGrad.spike_at = counting
+    try:
+        @brainx.transform.jit
+        def step(x):
+            traces.append(1)
+            return lif(x + lif.get_spike())
+        step(jnp.ones(3))
+    finally:
+        sg.ReluGrad.spike_at = spike_at
+    assert traces and len(calls) == 2 * len(traces)      # V (asked twice) and the new V

@@ -12,9 +12,7 @@ Every surrogate exists as a function (``sigmoid(x, alpha=4.)``) and as a small
 class whose instances are hashable and comparable, so they can be stored on a
 model or passed as a static argument (``Sigmoid(alpha=4.)(x)``). A neuron calls
 ``spike_at(V, V_th, scale)`` instead of ``self((V - V_th) / scale)``: the same
-spikes and gradients, but the forward pass is the comparison ``V >= V_th``, and
-the surrogate is evaluated on the backward pass from ``V`` itself, so a potential
-tested twice in a step (by the model and by the neuron) is saved once. Gradients are
+spikes and gradients, but the forward pass is the comparison ``V >= V_th``. Gradients are
 defined with ``jax.custom_jvp``, so they work under ``grad``, ``jvp``, ``vmap``,
 ``jit``, ``checkpoint`` and inside loops. The parameters get no gradient.
 
@@ -101,10 +99,7 @@ def _threshold_spike_jvp(grad_fn, primals, tangents):
     v, threshold, scale, params = primals
     tv, tth, tscale, _ = (None if type(t) is SymbolicZero else t for t in tangents)
     out = _threshold_spike(grad_fn, v, threshold, scale, params)
-    # Recomputed on the backward pass from v (jax.checkpoint): the residual of every spike of
-    # the same potential is that potential, one array, however many times it is tested.
-    tangent = jax.checkpoint(functools.partial(_threshold_tangent, grad_fn),
-                             prevent_cse=False)(v, threshold, scale, params, tv, tth, tscale)
+    tangent = _threshold_tangent(grad_fn, v, threshold, scale, params, tv, tth, tscale)
     return out, jnp.broadcast_to(tangent, out.shape).astype(out.dtype)
 
 

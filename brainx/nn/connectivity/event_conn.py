@@ -30,12 +30,14 @@ restricted to the stored synapses.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional, Union
 
 import brainunit as u
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_derivatives import SymbolicZero
 
 from brainx import random as brainx_random
 from brainx.nn.connectivity.event_backend import load_brainevent
@@ -267,8 +269,44 @@ def _matmul_last_axis(x, conn, event: bool, who: str, n_in: int):
                          f"(the presynaptic size), got shape {shape}.")
     flat = x if len(shape) <= 2 else u.math.reshape(x, (-1, n_in))
     if event:
-        # brainevent's fixed-number and CSR/CSC kernels read a float entry as an event when it is
-        # > 0 and differentiate it as x @ W: what as_events would make of it, at no extra cost
-        flat = load_brainevent(who).BinaryArray(u.get_mantissa(flat))
-    y = flat @ conn
+        y = _event_product(u.get_mantissa(flat), conn)
+    else:
+        y = flat @ conn
     return y if len(shape) <= 2 else u.math.reshape(y, shape[:-1] + (y.shape[-1],))
+
+
+def _event_product(x, conn):
+    """``conn``'s product with the events of ``x`` (entries ``True`` or ``> 0``).
+
+    The kernel gets booleans (given float spikes, it would scan four times the bytes);
+    the derivative is that of ``x @ W``, as for
+    :func:`~brainx.nn.connectivity.event_backend.as_events`.
+    """
+    be = load_brainevent("EventFixedProb")
+    x = jnp.asarray(x)
+    if x.dtype == jnp.bool_ or not jnp.issubdtype(x.dtype, jnp.floating):
+        return be.BinaryArray(x) @ conn
+    unit = u.get_unit(conn.data)
+
+    def matrix(weights):
+        return conn.with_data(u.maybe_decimal(u.Quantity(weights, unit=unit)))
+
+    @jax.custom_jvp
+    def product(x, weights):
+        return be.BinaryArray(x > 0) @ matrix(weights)
+
+    def product_jvp(primals, tangents):
+        x, weights = primals
+        tx, tw = tangents
+        out = product(x, weights)
+        terms = []
+        if type(tx) is not SymbolicZero:
+            terms.append(tx @ matrix(weights))                     # d(x @ W) / dx
+        if type(tw) is not SymbolicZero:
+            terms.append(be.BinaryArray(x > 0) @ matrix(tw))        # d / dW: the same events
+        if not terms:
+            return out, jax.tree.map(jnp.zeros_like, out)
+        return out, functools.reduce(lambda a, b: a + b, terms)
+
+    product.defjvp(product_jvp, symbolic_zeros=True)
+    return product(x, u.get_mantissa(conn.data))

@@ -24,6 +24,7 @@ enters the gradient only, and a hard reset is a select.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from typing import Any, Callable, Optional
 
 import brainunit as u
@@ -39,6 +40,7 @@ from brainx.nn.dynamics.exp_euler import exp_euler_step
 from brainx.nn.init import Constant, param
 from brainx.nn.surrogate import ReluGrad, Surrogate
 from brainx.state.state import HiddenState, ShortTermState
+from brainx.util.tracing import current_jax_trace
 
 __all__ = ["Neuron", "LIF", "LIFRef", "ALIF", "exp_decay", "threshold_spike"]
 
@@ -76,6 +78,35 @@ def _compares(spk_fun: Callable, scale: Any) -> bool:
         return False
     mantissa = u.get_mantissa(scale)
     return is_concrete(mantissa) and bool(np.all(np.asarray(mantissa) > 0))
+
+
+# The spikes each neuron computed last, with what they were computed from: the objects (by
+# identity), the parameters and the JAX trace. A recurrent model's ``lif.get_spike()`` and the
+# step's own test of the same potential then make one spike function call: one surrogate
+# evaluation on the backward pass, one residual (issue 21: the second copy cost 12.5 MiB).
+_LAST_SPIKES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _spikes_once(neuron, inputs: tuple, params: tuple, compute: Callable) -> Any:
+    """``compute()``, or what it gave for the same ``inputs`` and ``params`` in this trace."""
+    trace = current_jax_trace()
+    arrays = tuple(u.get_mantissa(x) for x in inputs)      # a Quantity: its array, its unit
+    units = tuple(u.get_unit(x) for x in inputs)
+    last = _LAST_SPIKES.get(neuron)
+    if last is not None:
+        refs, last_units, last_params, last_trace, spikes = last
+        if (len(refs) == len(arrays) and all(r() is x for r, x in zip(refs, arrays))
+                and last_units == units and all(p is q for p, q in zip(last_params, params))
+                and last_trace == trace):
+            return spikes
+    spikes = compute()
+    try:
+        refs = tuple(weakref.ref(x) for x in arrays)
+    except TypeError:                          # a Python number: nothing to remember
+        _LAST_SPIKES.pop(neuron, None)
+        return spikes
+    _LAST_SPIKES[neuron] = (refs, units, params, trace, spikes)
+    return spikes
 
 
 def _hard_reset(V, V_reset, spikes, spiked):
@@ -261,7 +292,9 @@ class LIF(Neuron):
     def get_spike(self, V=None):
         """The spikes of potential ``V`` (default: the current one)."""
         V = self.V.value if V is None else V
-        return threshold_spike(self.spk_fun, V, self.V_th, self._spike_scale())
+        return _spikes_once(self, (V,), (self.spk_fun, self.V_th, self.V_reset),
+                            lambda: threshold_spike(self.spk_fun, V, self.V_th,
+                                                    self._spike_scale()))
 
     def update(self, x=None):
         """One step with input current ``x`` (``None``: no input); returns the spikes."""
@@ -351,7 +384,9 @@ class ALIF(Neuron):
         """The spikes of potential ``V`` with adaptation ``a`` (default: the current ones)."""
         V = self.V.value if V is None else V
         a = self.a.value if a is None else a
-        return threshold_spike(self.spk_fun, V, self.V_th + self.beta * a, self._spike_scale())
+        return _spikes_once(self, (V, a), (self.spk_fun, self.V_th, self.V_reset, self.beta),
+                            lambda: threshold_spike(self.spk_fun, V, self.V_th + self.beta * a,
+                                                    self._spike_scale()))
 
     def update(self, x=None):
         """One step with input current ``x`` (``None``: no input); returns the spikes."""
