@@ -299,8 +299,9 @@ def test_units_survive_jit_grad_and_checkpoint():
     xs = jnp.asarray(np.random.RandomState(4).rand(6, 4, 3).astype(np.float32)) * 3
     grads, value = brainx.transform.jit(
         brainx.transform.grad(loss, grad_states=params, return_value=True))(xs)
-    assert set(grads["weight"]) == {"weight"}            # the param's structure
-    assert not isinstance(grads["weight"]["weight"], u.Quantity)  # plain unless unit_aware
+    # a plain dict keyed by path tuples, as brainstate
+    assert set(grads[("weight",)]) == {"weight"}            # the param's structure
+    assert not isinstance(grads[("weight",)]["weight"], u.Quantity)  # plain unless unit_aware
     assert lif.V.value.unit == u.mV and lif.V.value.shape == (4, 2)
     assert np.isfinite(float(value))
 
@@ -314,12 +315,12 @@ def test_units_survive_jit_grad_and_checkpoint():
     g2 = plain(xs)
     nn.reset_all_states(lif, batch_size=4)
     g3 = jitted_again(xs)
-    np.testing.assert_allclose(g2["weight"]["weight"], g3["weight"]["weight"],
+    np.testing.assert_allclose(g2[("weight",)]["weight"], g3[("weight",)]["weight"],
                                rtol=1e-5, atol=1e-7)
     nn.reset_all_states(lif, batch_size=4)
     g4 = brainx.transform.grad(loss, grad_states=params, unit_aware=True)(xs)
-    assert g4["weight"]["weight"].unit == u.mA ** -1   # unit(loss) / unit(W)
-    np.testing.assert_allclose(g4["weight"]["weight"].mantissa, g3["weight"]["weight"],
+    assert g4[("weight",)]["weight"].unit == u.mA ** -1   # unit(loss) / unit(W)
+    np.testing.assert_allclose(g4[("weight",)]["weight"].mantissa, g3[("weight",)]["weight"],
                                rtol=1e-5, atol=1e-7)
 
 
