@@ -20,7 +20,7 @@ step then is the exact solution, and this module computes it in closed form:
 (``x + b dt`` where ``a = 0``). ``exp_euler_step`` traces ``f`` once and
 reads ``a`` and ``b`` off its jaxpr (:mod:`brainx.nn.dynamics.affine`); no
 derivative is taken. When ``a`` depends only on parameters (``-1 / tau``),
-``e^{a dt}`` and ``-1 / a`` are constants of the compiled step. Any other
+``e^{a dt}`` and ``(e^{a dt} - 1) / a`` are constants of the compiled step. Any other
 ``f`` takes the general scheme above (``jax.jvp`` for ``J``).
 
 =====================  ==========================================  ============================
@@ -186,9 +186,10 @@ def _traced_step(x, c, o, h):
     error is that of ``x_inf``, a few ulps of ``|o / c|``: nothing next to one
     step's increment unless ``|c h|`` is tiny and the equilibrium far from ``x``
     (a rate known when the step is traced has no such limit). Formulas without
-    it (``expm1``, a series branch near ``c = 0``) were measured: XLA on CPU fuses
-    them into one loop it splits over threads, 1.2 to 2 times slower at 4000 to
-    64000 neurons. The derivatives are those of the exact solution (the rule below).
+    that limit (``expm1``; a series branch near ``c = 0``) were measured in a COBA
+    network: XLA on CPU fuses them into a loop it splits over threads, or into one
+    it runs more slowly, up to 1.6 times the neurons' time (at 4000 neurons). The
+    derivatives are those of the exact solution (the rule below).
     """
     zero = c == 0
     x_inf = -o / jnp.where(zero, 1.0, c)

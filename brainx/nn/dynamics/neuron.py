@@ -88,24 +88,29 @@ _LAST_SPIKES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _spikes_once(neuron, inputs: tuple, params: tuple, compute: Callable) -> Any:
-    """``compute()``, or what it gave for the same ``inputs`` and ``params`` in this trace."""
-    trace = current_jax_trace()
+    """``compute()``, or what it gave for the same ``inputs`` and ``params`` in this trace.
+
+    Only traced inputs are remembered (what a compiled step is made of); with concrete
+    ones the spikes are computed each time, as an eager step would.
+    """
     arrays = tuple(u.get_mantissa(x) for x in inputs)      # a Quantity: its array, its unit
+    if is_concrete(*arrays):
+        return compute()
+    trace = current_jax_trace()
     units = tuple(u.get_unit(x) for x in inputs)
     last = _LAST_SPIKES.get(neuron)
     if last is not None:
-        refs, last_units, last_params, last_trace, spikes = last
+        refs, last_units, last_params, last_trace, spikes_ref = last
         if (len(refs) == len(arrays) and all(r() is x for r, x in zip(refs, arrays))
                 and last_units == units and all(p is q for p, q in zip(last_params, params))
-                and last_trace == trace):
-            return spikes
+                and last_trace == trace and spikes_ref() is not None):
+            return spikes_ref()
     spikes = compute()
-    try:
-        refs = tuple(weakref.ref(x) for x in arrays)
-    except TypeError:                          # a Python number: nothing to remember
+    try:       # weak references only: a finished trace's tracers are not kept alive
+        _LAST_SPIKES[neuron] = (tuple(weakref.ref(x) for x in arrays), units, params, trace,
+                                weakref.ref(spikes))
+    except TypeError:                          # a concrete number beside a tracer
         _LAST_SPIKES.pop(neuron, None)
-        return spikes
-    _LAST_SPIKES[neuron] = (refs, units, params, trace, spikes)
     return spikes
 
 
