@@ -37,8 +37,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import jax
 from jax.core import Tracer
@@ -129,13 +128,15 @@ def check_lent(state: Any) -> None:
             "state.restore_value(old) before the raw transform's function returns.")
 
 
-@contextmanager
-def transform_call() -> Iterator[None]:
-    """A brainx transform call: states lent while it runs get their values back at its end."""
-    _CALLS.depth += 1
-    try:
-        yield
-    finally:
+class _TransformCall:
+    """``with transform_call():`` (a class, not a generator: it wraps every transform call)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _CALLS.depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
         _CALLS.depth -= 1
         if _SCOPE_LENT:
             _give_back_scope_writes(_CALLS.depth)
@@ -144,3 +145,11 @@ def transform_call() -> Iterator[None]:
                 state = ref()
                 if state is not None and depth > _CALLS.depth:
                     _give_back_if_ended(state)
+
+
+_TRANSFORM_CALL = _TransformCall()
+
+
+def transform_call() -> _TransformCall:
+    """A brainx transform call: states lent while it runs get their values back at its end."""
+    return _TRANSFORM_CALL

@@ -15,6 +15,7 @@ import jax
 import numpy as np
 from jax._src.array import ArrayImpl as _ArrayImpl
 
+from brainx.dtype_names import dtype_name
 from brainx.errors import StateTypeError
 from brainx.state.trace import _THREAD
 
@@ -80,22 +81,6 @@ def _short_array(x: Any) -> str:
     if dtype is None:
         return repr(x)
     return f"{dtype_name(dtype)}{list(np.shape(x))}"
-
-
-def dtype_name(dtype: Any) -> str:
-    """A dtype's name: ``'float32'``, or ``'key<fry>'`` for a typed PRNG key (which
-    ``numpy.dtype`` cannot read).
-
-    Examples
-    --------
-    >>> import jax, jax.numpy as jnp
-    >>> from brainx.state.values import dtype_name
-    >>> dtype_name(jnp.float32), dtype_name(jax.random.key(0).dtype)
-    ('float32', 'key<fry>')
-    """
-    if jax.dtypes.issubdtype(dtype, jax.dtypes.extended):
-        return str(dtype.name)
-    return np.dtype(dtype).name
 
 
 def _unit_of(value: Any):

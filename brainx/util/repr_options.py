@@ -36,6 +36,8 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from brainx.dtype_names import dtype_name
+
 __all__ = [
     "ReprOptions", "ReprSummary", "get_repr_options", "set_repr_options", "repr_options",
     "format_bytes", "format_array_like", "describe_with_options", "is_array_like", "one_line",
@@ -394,8 +396,6 @@ class ReprSummary:
         if not is_array_like(x):
             raise TypeError(f"ReprSummary.of takes an array (something with shape and dtype), "
                             f"got {type(x).__name__}: {x!r}.")
-        from brainx.state.values import dtype_name
-
         shape = tuple(int(n) for n in x.shape)
         unit = getattr(x, "unit", None)
         unit_text = None if unit is None or getattr(unit, "is_unitless", False) else str(unit)

@@ -70,7 +70,7 @@ from brainx.graph.node import Node
 from brainx.state.hook_manager import hooks_active
 from brainx.state.refs import only_brainx_refs
 from brainx.state.state import State
-from brainx.state.values import dtype_name
+from brainx.dtype_names import dtype_name
 
 __all__ = ["graph_definition", "GraphDefinition"]
 

@@ -19,7 +19,7 @@ from jax._src.lax.lax import _convert_element_type
 
 from brainx.errors import StateTypeError
 from brainx.state.state import State
-from brainx.state.values import dtype_name
+from brainx.dtype_names import dtype_name
 from brainx.transform.core.stateful import StaticLeaves
 
 __all__ = ["check_state_types", "describe_type", "same_type", "keep_weak_types", "joined_type",
