@@ -34,11 +34,8 @@ import jax
 from jax.core import Tracer
 
 from brainx.environ import reads as env_reads
-from brainx.errors import StateTypeError, TracerLeakError
-from brainx.lanes import alive_trace_ids
 from brainx.state.state import State
 from brainx.state.lending import transform_call
-from brainx.state.trace import TransformScope
 from brainx.transform.core.arguments import (
     check_hashable, check_static_argnames, fixed_positional_count, function_name, infer_static,
     normalize_argnums,
@@ -48,13 +45,13 @@ from brainx.transform.core.state_io import (
     peek_state_values, read_state_values, write_state_values,
 )
 from brainx.transform.core.state_values import (
-    LEAF, StaticLeaves, WrittenSpec, _as_array, _is_array_like, as_input, has_static_leaves,
+    StaticLeaves, WrittenSpec, _as_array, _is_array_like, as_input, has_static_leaves,
     is_array_leaf, is_single_array,
 )
 from brainx.transform.core.jaxpr_builder import (
-    abstractify, cache_boundary, current_trace, eval_jaxpr, new_input, note_raw_capture,
-    trace_to_jaxpr,
+    abstractify, current_trace, eval_jaxpr, new_input, trace_to_jaxpr,
 )
+from brainx.transform.core.scope_run import refuse_state_arguments, run_in_scope
 
 __all__ = [
     "StatefulFunction", "StateSignature", "JaxprTrace", "RetraceNeeded", "run_with_rediscovery",
@@ -345,57 +342,35 @@ class StatefulFunction(StatefulFunctionAPI):
         """
         leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
         if any(isinstance(x, State) for x in leaves):
-            _refuse_state_arguments(dyn_args, dyn_kwargs, self.name, self.state_argument_hint)
+            refuse_state_arguments(dyn_args, dyn_kwargs, self.name, self.state_argument_hint)
         arg_mask = tuple(self._traced_leaves(dyn_args, leaves))
         in_avals = [abstractify(x) for x, m in zip(leaves, arg_mask) if m]
         found: Dict[str, Any] = {}
 
         def traced(*arrays):
             trace = current_trace()
-            lifted: Dict[State, Tuple[Any, list]] = {}  # state -> (treedef, leaves) as lifted
 
-            def lift(state, outer):
+            def lift_value(state, outer):
                 if outer_values is not None and state in outer_values:
                     outer = outer_values[state]
                 if is_single_array(outer):  # most states: no tree to flatten
-                    value = new_input(trace, abstractify(outer))
-                    lifted[state] = (LEAF, [value])
-                    return value
+                    return new_input(trace, abstractify(outer))
                 value_leaves, treedef = jax.tree.flatten(outer)
-                value_leaves = [new_input(trace, abstractify(x)) if is_array_leaf(x) else x
-                                for x in value_leaves]
-                lifted[state] = (treedef, value_leaves)
-                return jax.tree.unflatten(treedef, value_leaves)
+                return jax.tree.unflatten(treedef, [
+                    new_input(trace, abstractify(x)) if is_array_leaf(x) else x
+                    for x in value_leaves])
 
             it = iter(arrays)
             full = [next(it) if m else x for x, m in zip(leaves, arg_mask)]
             args, kwargs = self.merge_args(key, *jax.tree.unflatten(tree, full))
-            def check_read():
-                if current_trace() is not trace:  # a raw JAX trace inside this one reads a state
-                    note_raw_capture()
-
-            scope = TransformScope(self.name, lift, lambda state, value: cache_boundary(),
-                                   check_read)
-            with scope:
-                out = self.fun(*args, **kwargs)
-            states = scope.states
-            alive = alive_trace_ids(trace)
-            for s in scope.get_write_states():
-                _refuse_foreign_tracers(s, scope.overlay[s], alive, self.name)
-            written = tuple(scope.was_written(s) or _mutated_in_place(scope.overlay[s], lifted[s])
-                            if s in lifted else scope.was_written(s) for s in states)
-            new_values = [scope.overlay[s] for s, w in zip(states, written) if w]
-            specs = tuple(WrittenSpec.of(v) for v in new_values)
-            out_leaves, out_tree = jax.tree.flatten(out)
-            _refuse_state_outputs(out_leaves, self.name)
+            run = run_in_scope(self.fun, args, kwargs, self.name, lift_value)
+            states, lifted = run.states, run.lifted
             inputs = tuple(i for i, s in enumerate(states) if s in lifted)
             statics = tuple(_lifted_statics(lifted[states[i]]) for i in inputs)
-            found.update(states=states, written=written,
-                         read=tuple(scope.was_read(s) for s in states), inputs=inputs,
+            found.update(states=states, written=run.written, read=run.read, inputs=inputs,
                          input_statics=statics if any(x is not None for x in statics) else (),
-                         out_tree=out_tree, specs=specs)
-            flat_new = [x for spec, v in zip(specs, new_values) for x in spec.arrays(v)]
-            return out_leaves + flat_new
+                         out_tree=run.out_tree, specs=run.specs)
+            return run.out_leaves + run.new_arrays()
 
         with env_reads.recording() as settings:
             jaxpr, consts = trace_to_jaxpr(traced, in_avals, self.name)
@@ -463,63 +438,9 @@ class StatefulFunction(StatefulFunctionAPI):
         return f"StatefulFunction({self.name})"
 
 
-def _refuse_state_arguments(dyn_args: tuple, dyn_kwargs: dict, where: str, hint: str) -> None:
-    paths = [(jax.tree_util.keystr(path), x) for path, x in
-             jax.tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]
-             if isinstance(x, State)]
-    named = ", ".join(f"{p} is {x!r}" for p, x in paths)
-    raise StateTypeError(
-        f"{where}: an argument cannot be an instance of State ({named}; [0] are the positional "
-        f"arguments, [1] the keyword ones). {hint}Pass state.value, or let the function reach "
-        "the state itself (a closure, a module attribute): the transform finds it there and "
-        "writes it back. No state was changed.")
-
-
-def _refuse_state_outputs(out_leaves: Sequence[Any], where: str) -> None:
-    returned = [x for x in out_leaves if isinstance(x, State)]
-    if returned:
-        raise StateTypeError(
-            f"{where} returns {', '.join(repr(s) for s in returned)}: a transformed function "
-            "cannot return a State (only arrays leave a trace). Return its .value instead; "
-            "the state itself stays reachable where it lives. No state was changed.")
-    other = [x for x in out_leaves if not is_array_leaf(x)]
-    if other:
-        raise TypeError(
-            f"{where} returns {repr(other[0])[:80]} (a {type(other[0]).__name__}): only "
-            "arrays, numbers and pytrees of them leave a trace. Return the arrays you need (a "
-            "module's outputs or its states' values); a module or other object stays reachable "
-            "where it lives. No state was changed.")
-
-
-def _refuse_foreign_tracers(state: State, value: Any, alive: set, where: str) -> None:
-    """Raise if ``value`` holds a tracer of a trace not in ``alive`` (:func:`~brainx.lanes.alive_trace_ids`).
-
-    Such a tracer was written by a raw JAX transform (``jax.jit``,
-    ``lax.scan``, ...) nested in the brainx one: it has died with that
-    transform's trace.
-    """
-    for leaf in ([value] if is_single_array(value) else jax.tree.leaves(value)):
-        if isinstance(leaf, Tracer) and id(getattr(leaf, "_trace", None)) not in alive:
-            raise TracerLeakError(
-                f"{state!r} was written inside a raw JAX transform (jax.jit, jax.checkpoint, "
-                f"jax.lax.scan / fori_loop / cond / while_loop, ...) called by {where}, and "
-                "still holds that transform's value after it ended: the raw transform cannot "
-                "hand the new value back to brainx. Use the brainx transform instead "
-                "(brainx.transform.jit, checkpoint, scan, for_loop, cond, while_loop), or "
-                "return the value from the helper and write the state outside it. No state "
-                "was changed.")
-
-
 def _lifted_statics(lifted: Tuple[Any, list]) -> Any:
     treedef, leaves = lifted
     statics = tuple(x for x in leaves if not isinstance(x, Tracer) and not is_array_leaf(x))
     return (treedef, statics) if statics else None
 
 
-def _mutated_in_place(value: Any, lifted: Tuple[Any, list]) -> bool:
-    """Whether the value a trace read was changed in place (a container's item replaced)."""
-    treedef, leaves = lifted
-    if treedef is LEAF and is_single_array(value):
-        return value is not leaves[0]
-    now, now_def = jax.tree.flatten(value)
-    return now_def != treedef or any(a is not b for a, b in zip(now, leaves))
