@@ -60,6 +60,10 @@ miss), so the times of that row would not measure a trace. Cases:
 
 The two models' builders live in ``compile_models.py``.
 
+Before each timed phase the garbage of earlier rounds is collected (``gc.collect()``,
+untimed), so that one side does not pay for freeing what another built; the
+collector stays on while timing, as in a user's process.
+
 Times are the process's CPU time (all threads, XLA's included; ``--clock
 wall`` for wall-clock time), as on a shared machine other processes' load
 stretches wall-clock times at random.
@@ -72,6 +76,7 @@ cores with the defaults.
 """
 
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -226,6 +231,7 @@ def _first_call(build):
     if clear_bs is not None:  # pragma: no cover - brainstate is optional
         clear_bs()
     thunk, counter = build()
+    gc.collect()  # the last round's garbage is not this side's cost
     start = CLOCK()
     out = jax.block_until_ready(thunk())
     return CLOCK() - start, out, counter.n
@@ -329,6 +335,7 @@ def _fresh(build, clear):
 def _phases(build, clear):
     """Seconds of lower, compile and first call (the last of a second fresh build), its result."""
     built = _fresh(build, clear)
+    gc.collect()  # the last round's garbage is not this side's cost
     t0 = CLOCK()
     lowered = built.jitted.lower(*built.args)
     t1 = CLOCK()
@@ -337,6 +344,7 @@ def _phases(build, clear):
     lower_calls = built.counter.n
     del built, lowered
     built = _fresh(build, clear)
+    gc.collect()
     t3 = CLOCK()
     out = jax.block_until_ready(built.call())
     t4 = CLOCK()

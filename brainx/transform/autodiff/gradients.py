@@ -31,6 +31,11 @@ from brainx.lanes import current_trace, owned_traces
 from brainx.state.state import State
 from brainx.transform.control.carry_check import describe_type
 from brainx.transform.control.nan_debug import debug_nan_if, has_nan_or_inf
+from brainx.state.lending import transform_call
+from brainx.transform.core.jaxpr_builder import inside_brainx_trace
+from brainx.transform.core.scope_run import (
+    ScopeRecord, WriteOutsideTrace, refuse_state_arguments, run_in_scope,
+)
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, StaticLeaves, read_state_values, write_state_values,
 )
@@ -136,8 +141,6 @@ class StateDifferentiation:
         sig, positions = self._grad_positions(sig, key, args, kwargs)
         values = read_state_values(sig.states)
         pure = self.stateful.pure(sig, key)
-        has_aux, unit_aware, name = self.has_aux, self.unit_aware, self._name
-        quantity_ok = unit_aware or self._quantity_output
         outer = current_trace()
 
         def f(grad_values, *diff_args):
@@ -145,29 +148,80 @@ class StateDifferentiation:
             for p, v in zip(positions, grad_values):
                 if p is not None:
                     vals[p] = v
-            full = list(args)
-            for n, a in zip(argnums, diff_args):
-                full[n] = a
             # JAX may batch this call (jacfwd, hessian): those lanes are ours.
             with owned_traces(outer):
-                out, new_values = pure(vals, *full, **kwargs)
-            if has_aux:
-                if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                    raise TypeError(f"{name}: has_aux=True, so the function must return a pair "
-                                    f"(value, aux); it returned {describe_type(out)}.")
-                y, aux = out
-            else:
-                y, aux = out, None
-            if not quantity_ok and any(_is_quantity(leaf) and not leaf.unit.is_unitless
-                                      for leaf in jax.tree.leaves(y, is_leaf=_is_quantity)):
-                raise TypeError(f"{name}: the function returns a brainunit Quantity. Pass "
-                                "unit_aware=True (gradients then carry unit(y)/unit(x)), or "
-                                "return its .mantissa.")
+                out, new_values = pure(vals, *_with_diff_args(args, argnums, diff_args),
+                                       **kwargs)
+            y, aux = self._split_output(out)
             return y, (y, aux, new_values)
 
         grad_values = [values[p] if p is not None else s.value
                        for s, p in zip(self._grad_states, positions)]
         return sig, f, (grad_values, *[args[n] for n in argnums])
+
+    def prepare_direct(self, args: tuple, kwargs: dict):
+        """``(f, primals, runs)`` for a direct run: JAX traces the user's function itself.
+
+        Inside a brainx trace the function is traced either way, so it is run
+        once, under the JAX transform, in a scope where the grad states read as
+        the primals and every other state as the value visible outside (no
+        discovery trace first, no replay of one). ``f(*primals) -> (y, (y, aux,
+        new_arrays))``; ``runs`` receives the :class:`ScopeRecord` of each run
+        (which states were written, and how to rebuild their values).
+        """
+        if any(isinstance(x, State) for x in jax.tree.leaves((args, kwargs))):
+            refuse_state_arguments(args, kwargs, self._name, self.stateful.state_argument_hint)
+        argnums = _resolve_argnums(self._argnums, len(args), self._name)
+        grad_states, fun, name, runs = self._grad_states, self.stateful.fun, self._name, []
+        outer = current_trace()
+
+        def f(grad_values, *diff_args):
+            given = {id(s): v.tree if type(v) is StaticLeaves else v
+                     for s, v in zip(grad_states, grad_values)}
+
+            def lift_value(state, outer_value):
+                return given.get(id(state), outer_value)
+
+            with owned_traces(outer):  # JAX may batch this call (jacfwd, hessian)
+                run = run_in_scope(fun, _with_diff_args(args, argnums, diff_args), kwargs,
+                                   name, lift_value, own_writes_only=True)
+            runs.append(run)
+            y, aux = self._split_output(run.out)
+            return y, (y, aux, run.new_arrays())
+
+        grad_values = read_state_values(grad_states)
+        return f, (grad_values, *[args[n] for n in argnums]), runs
+
+    def finish_direct(self, run: ScopeRecord, new_arrays: list):
+        """``(write_states, new_values)`` of a direct run, after checking its grad states were read."""
+        read = {id(s) for s, r in zip(run.states, run.read) if r}
+        missing = [s for s in self._grad_states if id(s) not in read]
+        if missing and self.check_states:
+            raise ValueError(
+                f"{self._name}: grad_states includes {', '.join(map(repr, missing))}, which "
+                "the function never reads, so its gradient would always be zero. Remove it "
+                "from grad_states, or pass check_states=False to get zeros.")
+        values, it = [], iter(new_arrays)
+        for spec in run.specs:
+            values.append(spec.build([next(it) for _ in range(sum(spec.mask))]))
+        return run.write_states, values
+
+    def _split_output(self, out):
+        """``(y, aux)`` of the function's output, checked."""
+        if self.has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(f"{self._name}: has_aux=True, so the function must return a "
+                                f"pair (value, aux); it returned {describe_type(out)}.")
+            y, aux = out
+        else:
+            y, aux = out, None
+        if not (self.unit_aware or self._quantity_output) and any(
+                _is_quantity(leaf) and not leaf.unit.is_unitless
+                for leaf in jax.tree.leaves(y, is_leaf=_is_quantity)):
+            raise TypeError(f"{self._name}: the function returns a brainunit Quantity. Pass "
+                            "unit_aware=True (gradients then carry unit(y)/unit(x)), or "
+                            "return its .mantissa.")
+        return y, aux
 
     def arrange(self, grads, primals=None, y=None) -> Any:
         """``grads`` (one per primal) as state grads, arg grads, or both.
@@ -265,20 +319,44 @@ class GradientTransform(StateDifferentiation):
         functools.update_wrapper(self, target, updated=())
 
     def __call__(self, *args, **kwargs):
+        if inside_brainx_trace():  # traced either way: once, under the JAX transform
+            try:
+                with transform_call():
+                    return self._run_direct(args, kwargs)
+            except WriteOutsideTrace:  # a custom rule or raw helper writes: discover first
+                pass
         return self.stateful.call(self._run, args, kwargs)
 
     def _run(self, sig: StateSignature, key, args: tuple, kwargs: dict):
         sig, f, primals = self.prepare(sig, key, args, kwargs)
-        differentiate = self._transform(f, argnums=tuple(range(len(primals))), has_aux=True,
-                                        **self._transform_kwargs)
+        differentiate = self._differentiate(f, primals)
         grads, (y, aux, new_values) = differentiate(*primals)
+        self._check_nan(differentiate, grads, primals)
+        write_state_values(sig.write_states, new_values)
+        return self._result(grads, primals, y, aux)
+
+    def _run_direct(self, args: tuple, kwargs: dict):
+        f, primals, runs = self.prepare_direct(args, kwargs)
+        differentiate = self._differentiate(f, primals)
+        grads, (y, aux, new_arrays) = differentiate(*primals)
+        write_states, new_values = self.finish_direct(runs[0], new_arrays)
+        self._check_nan(differentiate, grads, primals)
+        write_state_values(write_states, new_values)
+        return self._result(grads, primals, y, aux)
+
+    def _differentiate(self, f: Callable, primals: tuple) -> Callable:
+        return self._transform(f, argnums=tuple(range(len(primals))), has_aux=True,
+                               **self._transform_kwargs)
+
+    def _check_nan(self, differentiate: Callable, grads, primals: tuple) -> None:
         if self.debug_nan:
             def gradients(*p):
                 return differentiate(*p)[0]
 
             gradients.__qualname__ = f"the gradients of {self._name}"
             debug_nan_if(has_nan_or_inf(grads), gradients, *primals)
-        write_state_values(sig.write_states, new_values)
+
+    def _result(self, grads, primals: tuple, y, aux):
         result = self.arrange(grads, primals if self._second_order else None,
                               y if self._output_major else None)
         if self.return_value:
@@ -310,6 +388,14 @@ def _vector_grad(f, argnums, has_aux, unit_aware=False):
         return vjp_fn(jax.tree.map(jnp.ones_like, y)), aux
 
     return run
+
+
+def _with_diff_args(args: tuple, argnums: Tuple[int, ...], diff_args: tuple) -> list:
+    """``args`` with the differentiated ones (at ``argnums``) replaced by ``diff_args``."""
+    full = list(args)
+    for n, a in zip(argnums, diff_args):
+        full[n] = a
+    return full
 
 
 def _make(fun, transform, unit_transform, name, grad_states, argnums, has_aux, return_value,

@@ -53,6 +53,7 @@ except ImportError:  # jax before the random package moved
     from jax._src.prng import PRNGKeyArray as _PRNGKeyArray
 
 __all__ = ["trace_to_jaxpr", "new_input", "note_raw_capture", "cache_boundary", "current_trace",
+           "inside_brainx_trace",
            "abstractify", "eval_jaxpr",
            "CONCRETE_TYPES", "jit_disabled"]
 
@@ -94,6 +95,15 @@ _KEY = _CacheKey()
 def note_raw_capture() -> None:
     """A raw JAX trace read a state's value: the current cache key must not be used again."""
     _KEY.captured = True
+
+
+def inside_brainx_trace() -> bool:
+    """Whether a brainx trace (:func:`trace_to_jaxpr`) is running in this thread.
+
+    There, JAX's trace-cache key is brainx's own (see the module's notes), and
+    a function run under a JAX transform is traced, not executed.
+    """
+    return _KEY.depth > 0
 
 
 def cache_boundary() -> None:

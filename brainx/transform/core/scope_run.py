@@ -29,7 +29,18 @@ from brainx.state.trace import TransformScope
 from brainx.transform.core.jaxpr_builder import cache_boundary, current_trace, note_raw_capture
 from brainx.transform.core.state_values import LEAF, WrittenSpec, is_array_leaf, is_single_array
 
-__all__ = ["ScopeRecord", "run_in_scope", "refuse_state_arguments"]
+__all__ = ["ScopeRecord", "run_in_scope", "refuse_state_arguments", "WriteOutsideTrace"]
+
+
+class WriteOutsideTrace(Exception):
+    """A direct run wrote a state while another JAX trace than its own ran.
+
+    JAX runs a ``custom_vjp`` forward rule or a ``custom_jvp`` rule at the
+    level of the trace *around* a differentiation, and a raw helper's trace
+    is not the run's own either: what such a write means depends on when that
+    trace ends (:mod:`brainx.state.lending`), which only a discovery trace
+    sees in order. The caller runs the function the discovery way instead.
+    """
 
 
 class ScopeRecord:
@@ -62,7 +73,8 @@ class ScopeRecord:
 
 
 def run_in_scope(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], name: str,
-                 lift_value: Callable[[State, Any], Any]) -> ScopeRecord:
+                 lift_value: Callable[[State, Any], Any],
+                 own_writes_only: bool = False) -> ScopeRecord:
     """Run ``fun(*args, **kwargs)`` in a new transform scope of the current JAX trace.
 
     ``lift_value(state, outer)`` gives the value a state reads as, the first
@@ -72,6 +84,8 @@ def run_in_scope(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], nam
     ``jax.jit`` helper) is a capture (:func:`note_raw_capture`). Raises if a
     written state holds a tracer of a trace that has ended, or the output
     holds a State or a non-array; no State outside the scope changes.
+    ``own_writes_only``: a write made while another trace runs raises
+    :class:`WriteOutsideTrace`.
     """
     trace = current_trace()
     lifted: Dict[State, Tuple[Any, list]] = {}
@@ -89,7 +103,12 @@ def run_in_scope(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], nam
         if current_trace() is not trace:  # a raw JAX trace inside this one reads a state
             note_raw_capture()
 
-    scope = TransformScope(name, lift, lambda state, value: cache_boundary(), check_read)
+    def check_write(state, value):
+        if own_writes_only and current_trace() is not trace:
+            raise WriteOutsideTrace(state)
+        cache_boundary()
+
+    scope = TransformScope(name, lift, check_write, check_read)
     with scope:
         out = fun(*args, **kwargs)
     states = scope.states

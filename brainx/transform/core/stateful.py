@@ -18,7 +18,9 @@ which evaluates that jaxpr (:meth:`StatefulFunction.pure`), and writes the
 returned values back (:func:`read_state_values`, :func:`write_state_values`).
 So the user's Python runs once per call signature, JAX never sees a state's
 concrete value while tracing it, and what the trace found is exactly what
-runs.
+runs. (``transform.grad`` inside a brainx trace skips discovery: it runs the
+function once under the JAX transform, through the same
+:func:`~brainx.transform.core.scope_run.run_in_scope`.)
 
 A ``jit`` keeps signatures across calls; if JAX traces ``pure`` for argument
 types its jaxpr was not made for, ``pure`` raises :class:`RetraceNeeded` and
