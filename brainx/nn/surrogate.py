@@ -33,11 +33,12 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import brainunit as u
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
 __all__ = [
@@ -75,7 +76,13 @@ def _same_unit(v: Any, threshold: Any, scale: Any, who: str):
         values.append(u.get_mantissa(q.to(unit) if isinstance(q, u.Quantity) and
                                      not unit.is_unitless else q))
     v = _as_float_array(values[0], who)
-    return v, jnp.asarray(values[1], v.dtype), jnp.asarray(values[2], v.dtype)
+    # a number known now stays a Python number: a literal of the step, not a traced constant
+    return v, *(_number_or_array(x, v.dtype) for x in values[1:])
+
+
+def _number_or_array(x: Any, dtype: Any) -> Any:
+    number = _known_number(x)
+    return jnp.asarray(x, dtype) if number is None else number
 
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
@@ -105,16 +112,50 @@ def _threshold_spike_jvp(grad_fn, primals, tangents):
 
 def _threshold_tangent(grad_fn, v, threshold, scale, params, tv, tth, tscale):
     """The tangent of ``H(x)``, ``x = (v - threshold) / scale``, with ``H' = grad_fn``."""
-    x = (v - threshold) / scale
-    dx = jnp.zeros((), x.dtype)
-    if tv is not None:
-        dx = dx + tv
+    if scale is None:  # known when traced: numbers, so nothing is divided by 1
+        grad_fn, scale, params = grad_fn.grad_fn, grad_fn.scale, grad_fn.params
+    unit_scale = isinstance(scale, (int, float)) and scale == 1
+    x = v - threshold if unit_scale else (v - threshold) / scale
+    dx = jnp.zeros((), x.dtype) if tv is None else tv
     if tth is not None:
         dx = dx - tth
-    dx = dx / scale
+    if not unit_scale:
+        dx = dx / scale
     if tscale is not None:
         dx = dx - x * tscale / scale
     return grad_fn(x, *params) * dx
+
+
+class _KnownRule(NamedTuple):
+    """A surrogate gradient whose scale and parameters are known when the step is traced.
+
+    Given to :func:`_threshold_spike` as its static argument, they enter the
+    gradient's jaxpr as literals, not as inputs (and a scale of 1 as no
+    division at all).
+    """
+
+    grad_fn: Callable
+    scale: float
+    params: Tuple[Any, ...]
+
+    @classmethod
+    def of(cls, grad_fn: Callable, scale: Any, params: Tuple[Any, ...]) -> Optional["_KnownRule"]:
+        numbers = [_known_number(x) for x in (scale, *params)]
+        if any(n is None for n in numbers):
+            return None
+        return cls(grad_fn, numbers[0], tuple(numbers[1:]))
+
+
+def _known_number(x: Any) -> Any:
+    """``x`` as a Python number if it is a scalar known now (not traced), else ``None``."""
+    if isinstance(x, (bool, np.bool_)):
+        return None
+    if isinstance(x, (int, float)):
+        return x
+    if isinstance(x, (np.number, jax.Array)) and not isinstance(x, jax.core.Tracer) \
+            and np.ndim(x) == 0 and np.issubdtype(x.dtype, np.number):
+        return x.item()
+    return None
 
 
 _threshold_spike.defjvp(_threshold_spike_jvp, symbolic_zeros=True)
@@ -209,6 +250,9 @@ class Surrogate:
         True
         """
         v, threshold, scale = _same_unit(v, threshold, scale, type(self).__name__)
+        known = _KnownRule.of(type(self)._grad, scale, self._values())
+        if known is not None:
+            return _threshold_spike(known, v, threshold, None, ())
         return _threshold_spike(type(self)._grad, v, threshold, scale, self._values())
 
     def surrogate_grad(self, x: Any) -> jax.Array:

@@ -37,6 +37,7 @@ from brainx import environ
 from brainx.nn.dynamics.base import Dynamics
 from brainx.nn.dynamics.affine import is_concrete
 from brainx.nn.dynamics.exp_euler import exp_euler_step
+from brainx.nn.dynamics.known import as_literal, plus, times
 from brainx.nn.init import Constant, param
 from brainx.nn.surrogate import ReluGrad, Surrogate
 from brainx.state.state import HiddenState, ShortTermState
@@ -48,7 +49,7 @@ __all__ = ["Neuron", "LIF", "LIFRef", "ALIF", "exp_decay", "threshold_spike"]
 def exp_decay(tau: Any) -> Any:
     """``exp(-dt / tau)`` for the current ``dt``: the one-step decay of a linear variable."""
     with _now(tau):                       # a constant of the compiled step when tau is one
-        return u.math.exp(-environ.get_dt() / tau)
+        return as_literal(u.math.exp(-environ.get_dt() / tau))
 
 
 def _now(*values):
@@ -203,7 +204,7 @@ class Neuron(Dynamics):
         with the same derivatives.
         """
         if self.spk_reset == "soft":
-            return last_v - (V_th - self.V_reset) * last_spk
+            return last_v - times(V_th - self.V_reset, last_spk)
         if _compares(self.spk_fun, self._spike_scale()):
             return _hard_reset(last_v, self.V_reset, last_spk, spiked)
         return last_v - (jax.lax.stop_gradient(last_v) - self.V_reset) * last_spk
@@ -217,7 +218,7 @@ class Neuron(Dynamics):
         for inputs affine in ``V`` (COBA, CUBA) and the general scheme otherwise.
         """
         if not self.current_inputs:
-            V_inf = self.V_rest if x is None else self.V_rest + self.R * x
+            V_inf = self.V_rest if x is None else plus(self.V_rest, times(self.R, x))
             V = V_inf + (V - V_inf) * exp_decay(tau)
         else:
             x0 = 0.0 * (u.get_unit(self.V_th) / u.get_unit(self.R)) if x is None else x
