@@ -25,6 +25,10 @@ from brainx.transform.remat.checkpointed_loops import (
 from brainx.transform.control.conditions import cond, ifelse, switch
 from brainx.transform.core.inspect import eval_shape, make_jaxpr
 from brainx.transform.core.jaxpr_code import jaxpr_to_python_code
+from brainx.transform.core.ir_optimize import (
+    algebraic_simplification, common_subexpression_elimination, constant_fold, copy_propagation,
+    dead_code_elimination, optimize_jaxpr,
+)
 from brainx.transform.compiled.jit import JittedFunction, jit
 from brainx.transform.control.loop_cache import clear_loop_cache
 from brainx.transform.control.loops import bounded_while_loop, for_loop, scan, while_loop
@@ -60,6 +64,9 @@ __all__ = [
     "checkify", "check", "check_error", "all_checks", "user_checks", "nan_checks",
     "div_checks", "index_checks", "float_checks", "automatic_checks", "named_call",
     "named_scope", "StateFinder", "vmap2", "StatefulMapping", "vmap2_new_states",
+    # IR optimisation (docs/transform-extras.md)
+    "optimize_jaxpr", "constant_fold", "dead_code_elimination",
+    "common_subexpression_elimination", "copy_propagation", "algebraic_simplification",
     # devices (docs/distributed.md)
     "shard_map", "ShardMappedFunction", "pmap2", "pmap2_new_states",
 ]
