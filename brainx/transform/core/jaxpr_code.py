@@ -1,4 +1,4 @@
-"""A jaxpr as Python source to read: ``jaxpr_to_python_code`` (brainstate's name).
+"""A jaxpr as Python source to read: ``jaxpr_to_python_code`` and ``fn_to_python_code`` (brainstate's names).
 
 brainstate turns a jaxpr into runnable Python over ``jax.lax``; libraries use
 it to show what a function computes (brainpy prints an integrator's equations
@@ -10,12 +10,45 @@ comparing, not for ``exec``.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
+import jax
 import numpy as np
 from jax.extend import core as _core
 
-__all__ = ["jaxpr_to_python_code"]
+__all__ = ["jaxpr_to_python_code", "fn_to_python_code"]
+
+
+def fn_to_python_code(fn: Callable, *args: Any, **kwargs: Any) -> str:
+    """Python-like source of what ``fn(*args, **kwargs)`` computes, constants folded.
+
+    ``fn`` is traced with :func:`jax.make_jaxpr` (a function of JAX operations;
+    for one that reads states, trace it with :func:`brainx.transform.make_jaxpr`
+    and give the jaxpr to :func:`jaxpr_to_python_code`), its scalar constant
+    computations are folded (:func:`~brainx.transform.constant_fold`), and the
+    result is printed by :func:`jaxpr_to_python_code` under ``fn``'s name
+    (``generated_function`` for a lambda).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from brainx.transform import fn_to_python_code
+    >>> def scaled(x):
+    ...     return x * (2.0 * 3.0) + jnp.sin(x)
+    >>> print(fn_to_python_code(scaled, 1.0))
+    def scaled(a):
+        b = lax.mul(a, 6.0, out_dtype=None)
+        c = lax.sin(a, accuracy=None)
+        d = lax.add(b, c)
+        return d
+    """
+    from brainx.transform.core.ir_optimize import constant_fold  # the passes import jax.extend
+
+    jaxpr = constant_fold(jax.make_jaxpr(fn)(*args, **kwargs))
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        name = "generated_function"
+    return jaxpr_to_python_code(jaxpr, name)
 
 
 def jaxpr_to_python_code(jaxpr: Any, fn_name: str = "generated_function") -> str:

@@ -239,11 +239,12 @@ class StatefulFunction(StatefulFunctionAPI):
         states the function does not write.
     axis_env : sequence of tuple, optional
         ``(axis name, size)`` pairs bound while tracing.
-    ir_optimizations : optional
-        Accepted for brainstate's signature and ignored: brainstate rewrites
-        the jaxpr (constant folding, dead code, common subexpressions) before
-        running it; brainx leaves those rewrites to XLA, which makes them when
-        the function is compiled (under ``jit``). The results are the same.
+    ir_optimizations : str or sequence of str, optional
+        Passes of :func:`~brainx.transform.optimize_jaxpr` run over each trace
+        before it is used (``'constant_fold'``, ``'algebraic_simplification'``,
+        ``'copy_propagation'``, ``'cse'``, ``'dce'``), as in brainstate. The
+        function computes the same; XLA makes these rewrites itself when the
+        function is compiled, so they matter for a jaxpr read or run eagerly.
 
     Examples
     --------
@@ -271,6 +272,10 @@ class StatefulFunction(StatefulFunctionAPI):
         self.name = name or function_name(fun)
         self.traced_argnums = None if traced_argnums is None else tuple(traced_argnums)
         self.return_only_write = return_only_write
+        self.ir_optimizations = None
+        if ir_optimizations is not None:
+            from brainx.transform.core.ir_optimize import _pipeline  # checks the names now
+            self.ir_optimizations = _pipeline(ir_optimizations)
         if axis_env:
             raise NotImplementedError(
                 f"{self.name}: axis_env is not supported; trace inside brainx.transform.vmap "
@@ -376,6 +381,9 @@ class StatefulFunction(StatefulFunctionAPI):
 
         with env_reads.recording() as settings:
             jaxpr, consts = trace_to_jaxpr(traced, in_avals, self.name)
+        if self.ir_optimizations is not None:
+            from brainx.transform.core.ir_optimize import optimize_jaxpr
+            jaxpr = optimize_jaxpr(jaxpr, optimizations=self.ir_optimizations)
         trace = JaxprTrace(jaxpr=jaxpr, consts=consts, arg_mask=arg_mask,
                            in_avals=tuple(v.aval for v in jaxpr.invars), inputs=found["inputs"],
                            out_tree=found["out_tree"], written_specs=found["specs"],
