@@ -9,6 +9,7 @@ from brainx import io, nn, optim  # noqa: E402  (they import environ and the sta
 from brainx import graph, util  # noqa: E402  (graph walks brainx.nn modules)
 from brainx import typing  # noqa: E402  (type aliases; names the filters of brainx.util)
 from brainx import distributed  # noqa: E402  (places the states graph finds)
+from brainx import interop  # noqa: E402  (flax/equinox conversions; imports neither until used)
 from brainx.deprecated import augment, compile, functional  # noqa: E402,A004  (brainstate's old names)
 from brainx.errors import (
     BatchAxisError, BrainStateError, ExpiredStateError, StateTypeError, TraceContextError,
@@ -38,7 +39,7 @@ __all__ = [
     "environ", "mixin", "nn", "optim", "io", "DelayState", "HiddenGroupState", "HiddenTreeState",
     "check_state_value_tree", "maybe_state", "TraceContextError", "BrainStateError",
     "graph", "util", "typing", "distributed", "TreefyState", "FakeState", "check_state_jax_tracer",
-    "StateDictManager",
+    "StateDictManager", "interop",
     # state hooks
     "HookContext", "ReadHookContext", "WriteHookContext", "MutableWriteHookContext",
     "RestoreHookContext", "InitHookContext", "Hook", "HookHandle", "HookManager", "HookConfig",
