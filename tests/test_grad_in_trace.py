@@ -193,3 +193,25 @@ def test_a_custom_vjp_forward_rule_that_writes_falls_back_to_discovery():
     np.testing.assert_allclose(g, 1 - np.tanh([0.5, -0.5]) ** 2, rtol=1e-6)
     np.testing.assert_array_equal(h.value, np.zeros(2))
     assert len(calls) == 2                        # the direct run, then the discovery way
+
+
+def test_a_custom_vjp_forward_rule_that_reads_a_state_gives_the_right_gradient():
+    # the forward rule runs at the level around the differentiation (and JAX may cache its
+    # trace): such a read sends the call the discovery way, where the state is an input
+    w = brainx.ParamState(jnp.array([2.0, -1.0]))
+
+    @jax.custom_vjp
+    def scaled(x):
+        return w.value * x
+
+    def scaled_fwd(x):
+        return w.value * x, w.value
+
+    scaled.defvjp(scaled_fwd, lambda wv, g: (g * wv,))
+    step = bt.jit(lambda x: bt.grad(lambda x: jnp.sum(scaled(x) ** 2))(x))
+    x = jnp.array([0.5, 3.0])
+    want = jax.grad(lambda x: jnp.sum((jnp.array([2.0, -1.0]) * x) ** 2))(x)
+    np.testing.assert_allclose(step(x), want, rtol=1e-6)
+    w.value = jnp.array([1.0, 1.0])
+    step2 = bt.jit(lambda x: bt.grad(lambda x: jnp.sum(scaled(x) ** 2))(x))
+    np.testing.assert_allclose(step2(x), 2 * x, rtol=1e-6)          # the new value, not a stale one

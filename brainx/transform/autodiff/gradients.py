@@ -34,7 +34,7 @@ from brainx.transform.control.nan_debug import debug_nan_if, has_nan_or_inf
 from brainx.state.lending import transform_call
 from brainx.transform.core.jaxpr_builder import inside_brainx_trace
 from brainx.transform.core.scope_run import (
-    ScopeRecord, WriteOutsideTrace, refuse_state_arguments, run_in_scope,
+    OutsideTrace, ScopeRecord, refuse_state_arguments, run_in_scope,
 )
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, StaticLeaves, read_state_values, write_state_values,
@@ -323,7 +323,7 @@ class GradientTransform(StateDifferentiation):
             try:
                 with transform_call():
                     return self._run_direct(args, kwargs)
-            except WriteOutsideTrace:  # a custom rule or raw helper writes: discover first
+            except OutsideTrace:  # a custom rule or raw helper reads or writes: discover first
                 pass
         return self.stateful.call(self._run, args, kwargs)
 

@@ -29,17 +29,20 @@ from brainx.state.trace import TransformScope
 from brainx.transform.core.jaxpr_builder import cache_boundary, current_trace, note_raw_capture
 from brainx.transform.core.state_values import LEAF, WrittenSpec, is_array_leaf, is_single_array
 
-__all__ = ["ScopeRecord", "run_in_scope", "refuse_state_arguments", "WriteOutsideTrace"]
+__all__ = ["ScopeRecord", "run_in_scope", "refuse_state_arguments", "OutsideTrace"]
 
 
-class WriteOutsideTrace(Exception):
-    """A direct run wrote a state while another JAX trace than its own ran.
+class OutsideTrace(BaseException):
+    """A direct run read or wrote a state while another JAX trace than its own ran.
 
     JAX runs a ``custom_vjp`` forward rule or a ``custom_jvp`` rule at the
-    level of the trace *around* a differentiation, and a raw helper's trace
-    is not the run's own either: what such a write means depends on when that
-    trace ends (:mod:`brainx.state.lending`), which only a discovery trace
-    sees in order. The caller runs the function the discovery way instead.
+    level of the trace *around* a differentiation (and may trace it once and
+    cache it), and a raw helper's trace is not the run's own either: what
+    such an access means depends on when that trace runs and ends
+    (:mod:`brainx.state.lending`), which only a discovery trace sees in order.
+    The caller runs the function the discovery way instead. A ``BaseException``,
+    so that user code catching ``Exception`` does not swallow it; the run also
+    records it (``ScopeRecord.outside``), in case something did.
     """
 
 
@@ -84,11 +87,12 @@ def run_in_scope(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], nam
     ``jax.jit`` helper) is a capture (:func:`note_raw_capture`). Raises if a
     written state holds a tracer of a trace that has ended, or the output
     holds a State or a non-array; no State outside the scope changes.
-    ``own_writes_only``: a write made while another trace runs raises
-    :class:`WriteOutsideTrace`.
+    ``own_writes_only``: a read or write made while another trace runs raises
+    :class:`OutsideTrace` (and ``outside`` is set to it).
     """
     trace = current_trace()
     lifted: Dict[State, Tuple[Any, list]] = {}
+    outside: List[str] = []
 
     def lift(state, outer):
         value = lift_value(state, outer)
@@ -101,16 +105,22 @@ def run_in_scope(fun: Callable, args: Sequence[Any], kwargs: Dict[str, Any], nam
 
     def check_read():
         if current_trace() is not trace:  # a raw JAX trace inside this one reads a state
+            if own_writes_only:
+                outside.append("read")
+                raise OutsideTrace("read")
             note_raw_capture()
 
     def check_write(state, value):
         if own_writes_only and current_trace() is not trace:
-            raise WriteOutsideTrace(state)
+            outside.append("write")
+            raise OutsideTrace("write")
         cache_boundary()
 
     scope = TransformScope(name, lift, check_write, check_read)
     with scope:
         out = fun(*args, **kwargs)
+    if outside:  # raised where it was met, and caught there by something
+        raise OutsideTrace(outside[0])
     states = scope.states
     alive = alive_trace_ids(trace)
     for s in scope.get_write_states():
