@@ -215,3 +215,24 @@ def test_a_custom_vjp_forward_rule_that_reads_a_state_gives_the_right_gradient()
     w.value = jnp.array([1.0, 1.0])
     step2 = bt.jit(lambda x: bt.grad(lambda x: jnp.sum(scaled(x) ** 2))(x))
     np.testing.assert_allclose(step2(x), 2 * x, rtol=1e-6)          # the new value, not a stale one
+
+
+def test_random_draws_inside_grad_in_jit_advance_the_key_once_and_match_the_pure_gradient():
+    brainx.random.seed(3)
+    w = brainx.ParamState(jnp.array([1.0, 2.0, 3.0]))
+
+    def loss(x):
+        noise = brainx.random.normal(size=(3,))
+        return jnp.sum((w.value * x + noise) ** 2)
+
+    key_before = brainx.random.get_key()
+    g = bt.jit(lambda x: bt.grad(loss, grad_states=w)(x))(jnp.ones(3))
+    key_after = brainx.random.get_key()
+    assert not np.array_equal(jax.random.key_data(key_before), jax.random.key_data(key_after))
+
+    brainx.random.set_key(key_before)                      # the same draw, eagerly
+    noise = brainx.random.normal(size=(3,))
+    np.testing.assert_array_equal(jax.random.key_data(brainx.random.get_key()),
+                                  jax.random.key_data(key_after))
+    want = jax.grad(lambda w: jnp.sum((w * jnp.ones(3) + noise) ** 2))(jnp.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(g, want, rtol=1e-6)
