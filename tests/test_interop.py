@@ -95,6 +95,8 @@ CASES = [
     ("batchnorm0d", lambda: nn.BatchNorm0d((5,)), _normal(4, 5), FLAX),
     ("batchnorm1d", lambda: nn.BatchNorm1d((6, 5), momentum=0.9), _normal(4, 6, 5), FLAX),
     ("batchnorm2d", lambda: nn.BatchNorm2d((4, 4, 3), epsilon=1e-3), _normal(2, 4, 4, 3), FLAX),
+    ("batchnorm2d-noaffine", lambda: nn.BatchNorm2d((3, 3, 4), affine=False), _normal(2, 3, 3, 4),
+     FLAX),
     ("seq", lambda: nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 2),
                                   nn.Softmax()), _normal(3, 4), ALL),
     ("seq-conv", lambda: nn.Sequential(nn.Conv2d((6, 6, 2), 4, 3), nn.ReLU(),
@@ -298,6 +300,16 @@ def test_linen_params_only_and_missing_batch_stats():
     v = bn.init(jax.random.PRNGKey(0), jnp.ones((2, 3)))
     with pytest.raises(interop.ConversionError, match="batch_stats"):
         interop.from_linen(bn, v["params"], sample_input=(3,))
+    # a module without parameters: init returns only the "batch_stats" collection
+    plain_bn = ln.BatchNorm(use_running_average=True, use_scale=False, use_bias=False)
+    v = plain_bn.init(jax.random.PRNGKey(0), jnp.ones((2, 3)))
+    assert "params" not in v
+    stats = {"mean": jnp.array([1.0, -2.0, 0.5]), "var": jnp.array([4.0, 0.25, 1.0])}
+    v = {"batch_stats": stats}
+    layer = interop.from_linen(plain_bn, v, sample_input=(3,))
+    np.testing.assert_allclose(layer.running_mean.value.ravel(), stats["mean"])
+    x = _normal(4, 3)
+    np.testing.assert_allclose(_eval(layer, x), plain_bn.apply(v, x), **TOL)
 
 
 # -- equinox -------------------------------------------------------------------------------
@@ -333,6 +345,17 @@ def test_gradients_match_equinox():
     g_eqx = eqx.filter_grad(lambda m: jnp.mean(jax.vmap(m)(x) ** 2))(other)
     np.testing.assert_allclose(g_bx["layers.0.weight"]["weight"], g_eqx.layers[0].weight.T, **TOL)
     np.testing.assert_allclose(g_bx["layers.2.weight"]["bias"], g_eqx.layers[2].bias, **TOL)
+
+
+@pytest.mark.parametrize("make", [lambda: nn.Linear((3, 4), (3, 5)), lambda: nn.LayerNorm((3, 6)),
+                                  lambda: nn.RMSNorm((3, 6))])
+def test_equinox_refuses_layers_built_for_several_axes(make):
+    # eqx.nn.Linear/LayerNorm/RMSNorm take one feature vector: the model could not run
+    pytest.importorskip("equinox")
+    layer = make()
+    with pytest.raises(interop.UnsupportedLayerError, match=r"in_size=\(3, "):
+        interop.to_equinox(layer)
+    assert interop.to_nnx(layer) is not None       # flax takes any leading axes
 
 
 def test_equinox_batchnorm_is_unsupported():

@@ -101,7 +101,20 @@ def _linear_in(m, ctx):
                                        None if m.bias is None else jnp.asarray(m.bias)), ctx)
 
 
+def _one_vector(layer) -> None:
+    """equinox's Linear and norms take one feature vector: refuse a layer built for more axes."""
+    in_size = tuple(layer.in_size)
+    if len(in_size) > 1:
+        name = type(layer).__name__
+        raise UnsupportedLayerError(
+            f"{name} with in_size={in_size}: eqx.nn.{name} takes one feature vector per call, so "
+            f"the converted layer could not take this layer's {in_size} samples. Build the "
+            f"brainx layer with in_size=({in_size[-1]},) (it still takes any batch of vectors), "
+            f"or convert it to flax (to_nnx/to_linen) instead.")
+
+
 def _linear_out(layer, ctx):
+    _one_vector(layer)
     s = B.read_linear(layer)
     m = eqx.nn.Linear(*(int(n) for n in s.weight.shape), use_bias=s.bias is not None,
                       dtype=s.weight.dtype, key=_key(ctx))
@@ -198,6 +211,7 @@ def _norm_out(layer, ctx):
             m = _put(m, weight=s.scale if s.scale is not None else jnp.ones(s.features, dtype),
                      bias=s.bias if s.bias is not None else jnp.zeros(s.features, dtype))
         return m if len(layer.in_size) == 1 else _wrap(m, len(layer.in_size) - 1)
+    _one_vector(layer)
     cls = eqx.nn.RMSNorm if s.kind == "rms" else eqx.nn.LayerNorm
     m = cls(s.features, eps=s.epsilon, use_weight=s.scale is not None,
             use_bias=s.bias is not None, dtype=dtype)

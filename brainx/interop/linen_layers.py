@@ -28,6 +28,9 @@ __all__ = ["load", "builtin_mappings", "LinenAdapter", "LinenNode"]
 
 linen: Any = None     # flax.linen, imported by load()
 
+# the variable collections the mappings read; a mapping with none of them is a bare params tree
+_COLLECTIONS = frozenset({"params", "batch_stats"})
+
 
 class LinenNode:
     """A linen module and the variables that belong to it (``{"params": {...}, ...}``)."""
@@ -68,7 +71,9 @@ class LinenAdapter(Adapter):
             raise TypeError("from_linen: params must be the variables mapping that "
                             f"`module.init` returns, got {type(variables).__name__}.")
         variables = _plain(variables)
-        if "params" not in variables:
+        # a module without parameters (a batch norm with use_scale=use_bias=False) has
+        # only "batch_stats": that is a variables dict too, not a params tree
+        if not _COLLECTIONS.intersection(variables):
             variables = {"params": variables}
         return LinenNode(module, variables)
 

@@ -168,7 +168,9 @@ def copy_propagation(jaxpr: J) -> J:
 def algebraic_simplification(jaxpr: J) -> J:
     """Drop arithmetic that gives back its operand, exactly, in every dtype it applies to.
 
-    * ``x * 1``, ``1 * x``, ``x / 1``, ``x - 0``, ``integer_pow(x, 1)``: ``x``;
+    * ``x * 1``, ``1 * x``, ``x / 1``, ``x - 0``, ``integer_pow(x, 1)``: ``x``
+      (``* 1`` and ``/ 1`` not for complex numbers: ``(inf+0j) * (1+0j)`` is
+      ``inf+nanj``);
     * ``x + 0``, ``0 + x``: ``x`` for integers and bool, for floats only with
       ``-0.0`` (``-0.0 + 0.0`` is ``+0.0``, so ``x + 0.0`` stays);
     * integers only, scalar results: ``x * 0`` and ``x - x`` are ``0``.

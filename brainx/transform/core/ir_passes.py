@@ -15,7 +15,9 @@ What no pass does, whatever the equation:
 * reorder equations: a pass only drops equations or replaces one by another in
   place, and pinned identities go last;
 * change a floating-point result: ``x*0``, ``x-x`` and ``0/x`` are left alone for
-  inexact dtypes, ``x+0`` only goes for integers (``-0.0 + 0.0`` is ``+0.0``).
+  inexact dtypes, ``x+0`` only goes for integers (``-0.0 + 0.0`` is ``+0.0``), and
+  ``x*1``, ``x/1`` stay for complex dtypes (an infinite part makes a nan);
+* evaluate a collective (``psum``, ``axis_index``): its value depends on the mapped axis.
 
 Nested jaxprs (``jit``, ``scan``, ``while``, ``cond`` branches, ``remat``,
 custom derivative rules) are rewritten by the same pass with their own interface
@@ -226,13 +228,28 @@ def _forward(rw: _Rewriter, jaxpr: jcore.Jaxpr, visit: Visit) -> PassResult:
 
 # ----------------------------------------------------------------------------- constant folding
 
+def _names_an_axis(params: Dict[str, Any]) -> bool:
+    """Whether a collective's parameters name a mapped axis (``psum``, ``axis_index``...).
+
+    Its value depends on the axis it runs under, which evaluating it here would not see
+    (or would see wrongly, when this runs inside a trace that binds the same name).
+    """
+    for key in ("axis_name", "axes"):
+        value = params.get(key)
+        for item in (value if isinstance(value, (tuple, list)) else (value,)):
+            if item is not None and not isinstance(item, int):
+                return True
+    return False
+
+
 def _fold_body(rw: _Rewriter, jaxpr: jcore.Jaxpr) -> PassResult:
     def visit(eqn: jcore.JaxprEqn, pinned: set) -> Optional[List[Atom]]:
         if (not all(_scalar_value(x) is not None for x in eqn.invars)
                 or not eqn.outvars or any(o.aval.shape != () or not _kind(o.aval.dtype)
                                           for o in eqn.outvars if _is_plain_aval(o.aval))
                 or _is_pinned_identity(eqn, pinned) or any(True for _ in _subjaxprs(eqn.params))
-                or not rw.pure(eqn) or getattr(eqn.ctx, "compute_type", None) is not None):
+                or not rw.pure(eqn) or getattr(eqn.ctx, "compute_type", None) is not None
+                or _names_an_axis(eqn.params)):
             return None
         try:
             with jax.ensure_compile_time_eval():
@@ -253,7 +270,7 @@ def _fold_body(rw: _Rewriter, jaxpr: jcore.Jaxpr) -> PassResult:
 
 def _is_value(x: Atom, value: float, negative_zero: Optional[bool] = None) -> bool:
     v = _scalar_value(x)
-    if v is None or v.dtype.kind not in "biufc":
+    if v is None or not _kind(v.dtype):     # _kind, not dtype.kind: bfloat16's kind is 'V'
         return False
     if v != value:
         return False
@@ -279,6 +296,9 @@ def _algebraic_body(rw: _Rewriter, jaxpr: jcore.Jaxpr) -> PassResult:
             return None
         a, b = eqn.invars
         zero = None if kind == "i" else True  # floats: only -0.0 is the additive identity
+        # complex z * (1+0j) computes a*1 - b*0 and a*0 + b*1: an infinite part gives nan
+        # and a -0.0 part can turn +0.0, so `* 1` and `/ 1` are identities only for reals
+        exact_one = not jax.numpy.issubdtype(out.aval.dtype, np.complexfloating)
         if name in ("add", "add_any"):
             if _is_value(a, 0, zero):
                 return keep_if_same(b, out)
@@ -290,13 +310,13 @@ def _algebraic_body(rw: _Rewriter, jaxpr: jcore.Jaxpr) -> PassResult:
             if kind == "i" and a is b and out.aval.shape == ():
                 return [_literal(0, out.aval)]
         elif name == "mul":
-            if _is_value(a, 1):
+            if exact_one and _is_value(a, 1):
                 return keep_if_same(b, out)
-            if _is_value(b, 1):
+            if exact_one and _is_value(b, 1):
                 return keep_if_same(a, out)
             if kind == "i" and out.aval.shape == () and (_is_value(a, 0) or _is_value(b, 0)):
                 return [_literal(0, out.aval)]
-        elif name == "div" and _is_value(b, 1):
+        elif name == "div" and exact_one and _is_value(b, 1):
             return keep_if_same(a, out)
         return None
 
