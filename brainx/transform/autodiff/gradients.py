@@ -127,12 +127,15 @@ class StateDifferentiation:
         positions = [sig.index.get(s) for s in self._grad_states]
         missing = [s for s, p in zip(self._grad_states, positions)
                    if p is None or not sig.read[p]]
+        self._refuse_unread(missing)
+        return sig, positions
+
+    def _refuse_unread(self, missing: Sequence[State]) -> None:
         if missing and self.check_states:
             raise ValueError(
                 f"{self._name}: grad_states includes {', '.join(map(repr, missing))}, which "
                 "the function never reads, so its gradient would always be zero. Remove it "
                 "from grad_states, or pass check_states=False to get zeros.")
-        return sig, positions
 
     def prepare(self, sig: StateSignature, key, args: tuple, kwargs: dict):
         """``(sig, f, primals)``: ``f(*primals) -> (y, (y, aux, written_values))``."""
@@ -195,12 +198,7 @@ class StateDifferentiation:
     def finish_direct(self, run: ScopeRecord, new_arrays: list):
         """``(write_states, new_values)`` of a direct run, after checking its grad states were read."""
         read = {id(s) for s, r in zip(run.states, run.read) if r}
-        missing = [s for s in self._grad_states if id(s) not in read]
-        if missing and self.check_states:
-            raise ValueError(
-                f"{self._name}: grad_states includes {', '.join(map(repr, missing))}, which "
-                "the function never reads, so its gradient would always be zero. Remove it "
-                "from grad_states, or pass check_states=False to get zeros.")
+        self._refuse_unread([s for s in self._grad_states if id(s) not in read])
         values, it = [], iter(new_arrays)
         for spec in run.specs:
             values.append(spec.build([next(it) for _ in range(sum(spec.mask))]))
