@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import brainx
-from brainx.nn.dynamics.known import as_literal, plus, times
+from brainx.nn.known import as_literal, plus, times
 from brainx.nn.surrogate import Arctan, Sigmoid
 
 

@@ -38,8 +38,9 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 import brainunit as u
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.custom_derivatives import SymbolicZero
+
+from brainx.nn.known import known_value
 
 __all__ = [
     "Surrogate", "heaviside",
@@ -148,14 +149,8 @@ class _KnownRule(NamedTuple):
 
 def _known_number(x: Any) -> Any:
     """``x`` as a Python number if it is a scalar known now (not traced), else ``None``."""
-    if isinstance(x, (bool, np.bool_)):
-        return None
-    if isinstance(x, (int, float)):
-        return x
-    if isinstance(x, (np.number, jax.Array)) and not isinstance(x, jax.core.Tracer) \
-            and np.ndim(x) == 0 and np.issubdtype(x.dtype, np.number):
-        return x.item()
-    return None
+    known = known_value(x)
+    return None if known is None else known[0].item()
 
 
 _threshold_spike.defjvp(_threshold_spike_jvp, symbolic_zeros=True)

@@ -36,6 +36,7 @@ from brainx.transform.core.jaxpr_builder import inside_brainx_trace
 from brainx.transform.core.scope_run import (
     OutsideTrace, ScopeRecord, refuse_state_arguments, run_in_scope,
 )
+from brainx.transform.core.state_values import build_written
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, StaticLeaves, read_state_values, write_state_values,
 )
@@ -199,10 +200,7 @@ class StateDifferentiation:
         """``(write_states, new_values)`` of a direct run, after checking its grad states were read."""
         read = {id(s) for s, r in zip(run.states, run.read) if r}
         self._refuse_unread([s for s in self._grad_states if id(s) not in read])
-        values, it = [], iter(new_arrays)
-        for spec in run.specs:
-            values.append(spec.build([next(it) for _ in range(sum(spec.mask))]))
-        return run.write_states, values
+        return run.write_states, build_written(run.specs, new_arrays)
 
     def _split_output(self, out):
         """``(y, aux)`` of the function's output, checked."""

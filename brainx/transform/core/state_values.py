@@ -21,7 +21,7 @@ from jax._src.array import ArrayImpl
 LEAF = jax.tree.structure(0)
 
 __all__ = ["is_array_leaf", "is_single_array", "StaticLeaves", "has_static_leaves", "as_input",
-           "WrittenSpec", "LEAF"]
+           "WrittenSpec", "build_written", "LEAF"]
 
 _SCALAR_TYPES = (int, float, complex, bool, np.generic, np.ndarray)
 _ARRAY_LEAF_TYPES = (Tracer, jax.Array, *_SCALAR_TYPES, jax.ShapeDtypeStruct)
@@ -120,6 +120,16 @@ class WrittenSpec:
         tree = jax.tree.unflatten(self.treedef, [next(arrays) if m else next(statics)
                                                  for m in self.mask])
         return StaticLeaves(tree) if self.wrap else tree
+
+
+def build_written(specs: Sequence[WrittenSpec], arrays: Sequence[Any]) -> list:
+    """The written states' new values from their array leaves, in order (see :meth:`WrittenSpec.arrays`)."""
+    values, k = [], 0
+    for spec in specs:
+        n = sum(spec.mask)
+        values.append(spec.build(arrays[k:k + n]))
+        k += n
+    return values
 
 
 def is_single_array(x: Any) -> bool:

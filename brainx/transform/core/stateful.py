@@ -47,8 +47,8 @@ from brainx.transform.core.state_io import (
     peek_state_values, read_state_values, write_state_values,
 )
 from brainx.transform.core.state_values import (
-    StaticLeaves, WrittenSpec, _as_array, _is_array_like, as_input, has_static_leaves,
-    is_array_leaf, is_single_array,
+    StaticLeaves, WrittenSpec, _as_array, _is_array_like, as_input, build_written,
+    has_static_leaves, is_array_leaf, is_single_array,
 )
 from brainx.transform.core.jaxpr_builder import (
     abstractify, current_trace, eval_jaxpr, new_input, trace_to_jaxpr,
@@ -136,12 +136,7 @@ class JaxprTrace:
                 for o, v in zip(outs, self.jaxpr.outvars)]
         k = self.out_tree.num_leaves
         out = jax.tree.unflatten(self.out_tree, outs[:k])
-        new_values = []
-        for spec in self.written_specs:
-            n = sum(spec.mask)
-            new_values.append(spec.build(outs[k:k + n]))
-            k += n
-        return out, new_values
+        return out, build_written(self.written_specs, outs[k:])
 
 
 @dataclass(frozen=True, eq=False)

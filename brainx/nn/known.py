@@ -5,7 +5,9 @@ A neuron's formulas are written for every parameter (``V_rest + R I``,
 step has no multiplication and no addition there, and JAX does not fold them
 away itself (``1.0 * tracer`` is an equation). Every equation costs each
 trace of the step (discovery, the loop body, the JVP, the transpose, the
-lowering), so the neuron and synapse steps use :func:`times` and :func:`plus`.
+lowering), so the neuron and synapse steps use :func:`times` and :func:`plus`,
+and the surrogates (:mod:`brainx.nn.surrogate`) keep a known threshold, scale
+and parameters as numbers.
 A known scalar that is a JAX array is given to JAX as a NumPy scalar
 (:func:`as_literal`): a literal of the jaxpr, not one more constant input of
 every loop body it is used in. XLA folds either way; the compiled program is
