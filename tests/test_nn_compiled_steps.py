@@ -375,11 +375,11 @@ def test_coba_neuron_step_compiles_to_the_hand_written_program():
         return V, jnp.maximum(t_ref - 0.1, 0.0), ge, gi, (V >= -50.0).astype(jnp.float32)
 
     theirs = jax.jit(hand).lower(z, z, z, z, z, z).compile()
-    # Not within 10 % (108 against 86 today): the step with a traced rate guards a = 0 (the
-    # hand-written one divides by zero there), a compare and two selects that XLA copies into
-    # both fused loops. A leaner formula (one expm1, 88 instructions) compiles to one loop that
-    # XLA splits over two threads, twice as slow at this size; no loop is split here.
-    within(instructions(ours), instructions(theirs), ratio=1.3)
+    # 96 against 86 today, not within 10 %: the step with a traced rate guards a = 0 (the
+    # hand-written one divides by zero there), a compare and a select in each of the two
+    # fused loops and the x + b dt branch, 10 instructions. A leaner formula (one expm1)
+    # compiles to one loop that XLA splits over two threads, twice as slow at this size.
+    within(instructions(ours), instructions(theirs), ratio=1.12)
     assert "outer_dimension_partitions" not in ours.as_text()
 
 

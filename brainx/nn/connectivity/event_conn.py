@@ -41,6 +41,7 @@ from jax.custom_derivatives import SymbolicZero
 
 from brainx import random as brainx_random
 from brainx.nn.connectivity.event_backend import load_brainevent
+from brainx.nn.connectivity.traced_events import bools_behind
 from brainx.nn.init import param
 from brainx.nn.modules.module import Module
 from brainx.state.state import ParamState
@@ -278,8 +279,10 @@ def _matmul_last_axis(x, conn, event: bool, who: str, n_in: int):
 def _event_product(x, conn):
     """``conn``'s product with the events of ``x`` (entries ``True`` or ``> 0``).
 
-    The kernel gets booleans (given float spikes, it would scan four times the bytes);
-    the derivative is that of ``x @ W``, as for
+    The kernel gets booleans (given float spikes, it would scan four times the bytes):
+    the ones the spikes were made from when the trace shows them
+    (:func:`~brainx.nn.connectivity.traced_events.bools_behind`, so the step compiles
+    to no conversion back), else ``x > 0``. The derivative is that of ``x @ W``, as for
     :func:`~brainx.nn.connectivity.event_backend.as_events`.
     """
     be = load_brainevent("EventFixedProb")
@@ -287,26 +290,29 @@ def _event_product(x, conn):
     if x.dtype == jnp.bool_ or not jnp.issubdtype(x.dtype, jnp.floating):
         return be.BinaryArray(x) @ conn
     unit = u.get_unit(conn.data)
+    events = bools_behind(x)
+    if events is None:
+        events = x > 0
 
     def matrix(weights):
         return conn.with_data(u.maybe_decimal(u.Quantity(weights, unit=unit)))
 
     @jax.custom_jvp
-    def product(x, weights):
-        return be.BinaryArray(x > 0) @ matrix(weights)
+    def product(x, events, weights):
+        return be.BinaryArray(events) @ matrix(weights)
 
     def product_jvp(primals, tangents):
-        x, weights = primals
-        tx, tw = tangents
-        out = product(x, weights)
+        x, events, weights = primals
+        tx, _, tw = tangents
+        out = product(x, events, weights)
         terms = []
         if type(tx) is not SymbolicZero:
             terms.append(tx @ matrix(weights))                     # d(x @ W) / dx
         if type(tw) is not SymbolicZero:
-            terms.append(be.BinaryArray(x > 0) @ matrix(tw))        # d / dW: the same events
+            terms.append(be.BinaryArray(events) @ matrix(tw))       # d / dW: the same events
         if not terms:
             return out, jax.tree.map(jnp.zeros_like, out)
         return out, functools.reduce(lambda a, b: a + b, terms)
 
     product.defjvp(product_jvp, symbolic_zeros=True)
-    return product(x, u.get_mantissa(conn.data))
+    return product(x, events, u.get_mantissa(conn.data))

@@ -11,17 +11,21 @@ scheme.
 value either as *known* (it does not depend on ``x``) or as a pair
 ``(a, b)`` meaning ``a * x + b``. Known equations are bound as they are (into
 the enclosing trace); the pairs go through the rules below, which are the
-whole of the analysis. A pair also carries a sign, ``sign * (a * x + b)``, so
-that ``E - V`` and ``-(g + 1)`` cost no negation: the caller folds the sign
-into its constants.
+whole of the analysis. A pair also carries a known scale, ``scale * (a * x + b)``
+(a Python number), so that ``E - V`` and ``-(g + 1)`` cost no negation and
+``(E - V) / tau`` no division: the caller folds the scale into its constants
+(``exp(a * scale * dt)`` multiplies by one number, and ``x_inf = -b / a`` needs
+no scale at all), as a hand-written step computes it.
 
 =========================================  ====================================
 equation                                   result
 =========================================  ====================================
 ``add``, ``sub`` of pairs and known values  the pairs added / subtracted
-``mul`` by a known value                   both parts multiplied
-``div`` by a known value                   both parts divided
-``neg``                                    the sign flipped
+``mul`` by a known value                   the scale multiplied (a uniform
+                                           value), else both parts
+``div`` by a known value                   the scale divided (a uniform
+                                           value), else both parts
+``neg``                                    the scale negated
 float ``convert_element_type``             applied to both parts
 ``broadcast_in_dim``, ``reshape``,         applied to both parts (each element
 ``squeeze``                                still depends on one element of x)
@@ -52,15 +56,15 @@ __all__ = ["AffineForm", "affine_form", "is_concrete"]
 
 
 class AffineForm(NamedTuple):
-    """``f(x) = sign * (coef * x + offset)``.
+    """``f(x) = scale * (coef * x + offset)``.
 
     ``offset`` ``None``: zero; ``coef`` ``None``: ``f`` does not depend on ``x``;
-    ``sign`` is ``1.0`` or ``-1.0``.
+    ``scale`` is a nonzero Python number known when the step is traced.
     """
 
     coef: Any
     offset: Any
-    sign: float = 1.0
+    scale: float = 1.0
 
 
 class _NotAffine(Exception):
@@ -68,12 +72,12 @@ class _NotAffine(Exception):
 
 
 class _Pair:
-    """A value ``sign * (coef * x + offset)`` inside the walk (``None`` parts: zero)."""
+    """A value ``scale * (coef * x + offset)`` inside the walk (``None`` parts: zero)."""
 
-    __slots__ = ("coef", "offset", "sign")
+    __slots__ = ("coef", "offset", "scale")
 
-    def __init__(self, coef, offset, sign: float = 1.0):
-        self.coef, self.offset, self.sign = coef, offset, sign
+    def __init__(self, coef, offset, scale: float = 1.0):
+        self.coef, self.offset, self.scale = coef, offset, scale
 
 
 def is_concrete(*values) -> bool:
@@ -114,7 +118,7 @@ def affine_form(fn: Callable[[Any], Any], x: Any) -> tuple:
     >>> import jax.numpy as jnp
     >>> from brainx.nn.dynamics.affine import affine_form
     >>> form, _ = affine_form(lambda v: (3.0 - v) / 2.0, jnp.zeros(2))
-    >>> float(form.sign * form.coef), float(form.sign * form.offset)    # f = -0.5 v + 1.5
+    >>> float(form.scale * form.coef), float(form.scale * form.offset)  # f = -0.5 v + 1.5
     (-0.5, 1.5)
     >>> affine_form(lambda v: v * v, jnp.zeros(2))[0] is None
     True
@@ -126,7 +130,7 @@ def affine_form(fn: Callable[[Any], Any], x: Any) -> tuple:
     except _NotAffine:
         return None, closed
     if isinstance(out, _Pair):
-        return AffineForm(out.coef, out.offset, out.sign), closed
+        return AffineForm(out.coef, out.offset, out.scale), closed
     return AffineForm(None, out), closed
 
 
@@ -188,18 +192,22 @@ def _plus(p, q, subtract: bool) -> Optional[Any]:
 
 
 def _add_rule(subtract: bool):
-    """``a + b`` (``a - b``) as ``s (L + m O)``: ``L`` the pair that depends on ``x`` (its sign
-    is kept, so its coefficient is never negated), ``O`` the other, ``m`` = +-1."""
+    """``a + b`` (``a - b``) as ``s (L + r O)``: ``L`` the pair that depends on ``x`` (its
+    scale ``s`` is kept, so its coefficient is never rescaled), ``O`` the other, ``r`` the
+    ratio of their scales (``+-1`` costs an addition or a subtraction, nothing more)."""
     def rule(eqn, a, b):
         a, b = _as_pair(a), _as_pair(b)
-        sign_a, sign_b = a.sign, (-b.sign if subtract else b.sign)      # signs of a, b in r
+        scale_a, scale_b = a.scale, (-b.scale if subtract else b.scale)   # scales in the result
         if a.coef is None and b.coef is not None:
-            lead, other, sign, m = b, a, sign_b, sign_a * sign_b
+            lead, other, scale, ratio = b, a, scale_b, scale_a / scale_b
         else:
-            lead, other, sign, m = a, b, sign_a, sign_a * sign_b
-        minus = m < 0
+            lead, other, scale, ratio = a, b, scale_a, scale_b / scale_a
+        minus = ratio < 0
+        if abs(ratio) != 1.0:
+            other = _Pair(*(_times(p, abs(ratio), jnp.multiply)
+                            for p in (other.coef, other.offset)))
         return [_Pair(_plus(lead.coef, other.coef, minus),
-                      _plus(lead.offset, other.offset, minus), sign)]
+                      _plus(lead.offset, other.offset, minus), scale)]
     return rule
 
 
@@ -222,26 +230,29 @@ def _times(p, k, fn):
 
 
 def _scale_rule(fn):
-    """``mul`` / ``div`` by a known value; a constant -1 flips the sign instead."""
+    """``mul`` / ``div`` by a known value: a uniform one goes into the scale, others into the parts."""
     def rule(eqn, a, b):
         if isinstance(b, _Pair) and (fn is jnp.divide or isinstance(a, _Pair)):
             raise _NotAffine(f"{eqn.primitive.name} of two values that depend on x")
         pair, k = (a, b) if isinstance(a, _Pair) else (b, a)
-        if _constant(k) == -1.0:
-            return [_Pair(pair.coef, pair.offset, -pair.sign)]
-        return [_Pair(_times(pair.coef, k, fn), _times(pair.offset, k, fn), pair.sign)]
+        k_value = _constant(k)
+        if k_value is not None and k_value != 0.0 and np.isfinite(k_value):
+            scale = pair.scale * k_value if fn is jnp.multiply else pair.scale / k_value
+            if scale != 0.0 and np.isfinite(scale):
+                return [_Pair(pair.coef, pair.offset, scale)]
+        return [_Pair(_times(pair.coef, k, fn), _times(pair.offset, k, fn), pair.scale)]
     return rule
 
 
 def _neg_rule(eqn, a):
-    return [_Pair(a.coef, a.offset, -a.sign)]
+    return [_Pair(a.coef, a.offset, -a.scale)]
 
 
 def _map_both(fn: Callable):
     """A rule applying ``fn(part, eqn)`` to the coefficient and the offset."""
     def rule(eqn, a):
         return [_Pair(None if a.coef is None else fn(a.coef, eqn),
-                      None if a.offset is None else fn(a.offset, eqn), a.sign)]
+                      None if a.offset is None else fn(a.offset, eqn), a.scale)]
     return rule
 
 
@@ -278,7 +289,7 @@ def _select_rule(eqn, pred, *cases):
     if isinstance(pred, _Pair):
         raise _NotAffine("select on a predicate that depends on x")
     shape, dtype = eqn.outvars[0].aval.shape, eqn.outvars[0].aval.dtype
-    pairs = [_signed(_as_pair(c)) for c in cases]
+    pairs = [_unscaled(_as_pair(c)) for c in cases]
 
     def pick(parts):
         if all(p is None for p in parts):
@@ -290,11 +301,11 @@ def _select_rule(eqn, pred, *cases):
                   _op(lambda *ps: pick(ps), *[p.offset for p in pairs]))]
 
 
-def _signed(pair: _Pair) -> _Pair:
-    """The same value with sign 1 (the parts negated when the sign is -1)."""
-    if pair.sign > 0:
+def _unscaled(pair: _Pair) -> _Pair:
+    """The same value with scale 1 (the parts multiplied by the scale)."""
+    if pair.scale == 1.0:
         return pair
-    return _Pair(*(None if p is None else _op(jnp.negative, p) for p in (pair.coef, pair.offset)))
+    return _Pair(*(_times(p, pair.scale, jnp.multiply) for p in (pair.coef, pair.offset)))
 
 
 def _call_rule(key: str):

@@ -142,8 +142,8 @@ def _quantity(mantissa, unit):
 def _affine_step(form, x, dt, rate_unit, out_unit):
     """The exact step of ``dx/dt = a x + b``: ``x_inf + (x - x_inf) e^{a dt}``, ``x_inf = -b / a``.
 
-    With ``f = s (c x + o)`` (``s`` the form's sign) and ``h = s dt``: ``a dt = c h``
-    and ``x_inf = -o / c``, so the sign costs nothing. A coefficient known when
+    With ``f = s (c x + o)`` (``s`` the form's known scale) and ``h = s dt``: ``a dt = c h``
+    and ``x_inf = -o / c``, so the scale costs nothing. A coefficient known when
     the step is traced makes ``e^{c h}`` and ``(e^{c h} - 1) / c`` constants
     (the step is then ``x e^{c h} + o (e^{c h} - 1) / c``, accurate at every ``c``);
     a traced one goes through :func:`_traced_step`.
@@ -152,9 +152,9 @@ def _affine_step(form, x, dt, rate_unit, out_unit):
     if coef is None or (is_concrete(coef) and not np.any(np.asarray(coef) != 0)):
         if form.offset is None:
             return x                                              # f = 0
-        return x + (form.sign * dt) * _quantity(form.offset, out_unit)   # f ignores x
+        return x + (form.scale * dt) * _quantity(form.offset, out_unit)   # f ignores x
     # h = s dt as a number in the unit 1 / rate_unit (coef * h is then a pure number)
-    h = u.maybe_decimal(form.sign * dt * u.Quantity(1.0, unit=rate_unit))
+    h = u.maybe_decimal(form.scale * dt * u.Quantity(1.0, unit=rate_unit))
     if is_concrete(coef, h):
         with jax.ensure_compile_time_eval():                      # constants of the step
             decay = jnp.exp(coef * h)
@@ -192,8 +192,8 @@ def _traced_step(x, c, o, h):
     derivatives are those of the exact solution (the rule below).
     """
     zero = c == 0
-    x_inf = -o / jnp.where(zero, 1.0, c)
-    return jnp.where(zero, x + o * h, x_inf + (x - x_inf) * jnp.exp(c * h))
+    y = o / jnp.where(zero, 1.0, c)        # -x_inf (no negation); o where c = 0: x + o h there
+    return jnp.where(zero, x + y * h, (x + y) * jnp.exp(c * h) - y)
 
 
 def _traced_step_jvp(primals, tangents):
