@@ -30,6 +30,12 @@ What it maps:
   ``Primitive``, ``ClosedJaxpr``, ``safe_zip``, ``get_aval``, ...) to JAX's
   own.
 
+It also makes a state that a raw JAX trace wrote and did not put back read as
+its value from before that write once the trace has ended, as brainstate goes
+on, instead of raising :class:`~brainx.TracerLeakError`
+(:func:`brainx.state.lending.set_ended_write_policy`): braincell's solvers
+write a cell's states under ``jax.vjp`` and overwrite them afterwards.
+
 Limits: brainstate internals that brainx does not have (its jaxpr IR passes,
 ``TRACE_CONTEXT``, graph-definition internals) are not there; see
 ``docs/brainstate-compat.md``. It refuses to run when the real brainstate is
@@ -44,6 +50,8 @@ import importlib.util
 import sys
 import types
 from typing import Any
+
+from brainx.state.lending import set_ended_write_policy
 
 __all__ = ["install_as_brainstate", "installed_as_brainstate"]
 
@@ -116,6 +124,9 @@ def install_as_brainstate() -> None:
                                                           importlib.import_module(public))
     sys.modules["brainstate._compatible_import"] = _jax_names()
     sys.meta_path.append(_PrivateToPublic())
+    # brainstate lets code read a state a raw JAX trace wrote after that trace ended (braincell's
+    # solvers do, then overwrite it): give the value from before that write, do not raise.
+    set_ended_write_policy("restore")
 
 
 def _forwarding(private_name: str, public: types.ModuleType) -> types.ModuleType:

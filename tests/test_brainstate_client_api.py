@@ -114,6 +114,52 @@ def test_a_subclass_keeping_its_value_in_a_slot_works_through_brainstate_s_proto
             v.value = jnp.ones(3)
 
 
+def test_record_state_value_write_marks_a_state_written_without_changing_it():
+    """braincell's DiffEqState reports a new derivative through record_state_value_write; its
+    Runge-Kutta step asserts the state is listed as written by the StateTraceStack around."""
+    from brainx.state import record_state_value_write
+
+    class DiffEqState(brainx.HiddenState):
+        derivative = None
+
+        def set_derivative(self, d):
+            record_state_value_write(self)
+            self.derivative = d
+
+    x = DiffEqState(jnp.array([1.0, 2.0]))
+    tau = brainx.ParamState(jnp.array([2.0, 4.0]))
+
+    def derivative_is_written():
+        with brainx.StateTraceStack() as trace:
+            x.set_derivative(-x.value / tau.value)
+        return dict(zip(trace.states, trace.been_writen))
+
+    written = derivative_is_written()
+    assert written == {x: True, tau: False}
+    np.testing.assert_allclose(x.derivative, [-0.5, -0.5])
+    np.testing.assert_allclose(x.value, [1.0, 2.0])            # nothing was assigned
+
+    @brainx.transform.jit
+    def euler_step(dt):
+        assert derivative_is_written()[x]
+        x.value = x.value + dt * x.derivative
+        return x.value
+
+    np.testing.assert_allclose(euler_step(0.1), [0.95, 1.95])
+    np.testing.assert_allclose(euler_step(0.1), [0.95 * 0.95, 1.95 - 0.1 * 1.95 / 4.0], rtol=1e-6)
+
+    @brainx.transform.jit
+    def only_marks():                                          # an output, unchanged
+        record_state_value_write(x)
+        return x.value.sum()
+
+    before = np.asarray(x.value)
+    np.testing.assert_allclose(only_marks(), before.sum(), rtol=1e-6)
+    np.testing.assert_allclose(x.value, before)
+    record_state_value_write(x)                                # no scope open: nothing to do
+    np.testing.assert_allclose(x.value, before)
+
+
 def test_transforms_given_brainstate_s_missing_return_a_decorator():
     from brainx.typing import Missing
 

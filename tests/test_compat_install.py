@@ -46,6 +46,10 @@ def test_a_brainstate_program_runs_on_brainx_after_install():
         ref = jnp.array([1.0, -2.0]) - 0.1 * jax.grad(lambda v: jnp.sum((v * x) ** 2))(
             jnp.array([1.0, -2.0]))
         assert jnp.allclose(step(x), ref)
+        # brainstate goes on after a raw trace left a state holding its tracer (braincell)
+        v = brainstate.HiddenState(jnp.ones(2))
+        jax.jvp(lambda y: setattr(v, "value", y) or y, (jnp.zeros(2),), (jnp.ones(2),))
+        assert v.value.tolist() == [1.0, 1.0]
         print("ok")
     """)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

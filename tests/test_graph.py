@@ -62,7 +62,11 @@ def test_module_states_keys_are_path_tuples_printed_with_dots():
 
 def test_module_nodes_and_hierarchy():
     net = Net()
-    assert list(net.nodes()) == ["enc", "blocks.0", "blocks.1.0", "heads.left", "heads.5"]
+    # the module itself too (depth 0), as brainstate's Module.nodes == graph.nodes
+    assert list(net.nodes()) == ["", "enc", "blocks.0", "blocks.1.0", "heads.left", "heads.5"]
+    assert net.nodes() == graph.nodes(net) and net.nodes()[()] is net
+    assert list(net.nodes(allowed_hierarchy=(1, 1))) == [
+        "enc", "blocks.0", "blocks.1.0", "heads.left", "heads.5"]
     assert net.nodes()["heads", 5] is net.heads[5]
     # depth 0: the states the root holds itself (the tied weight, reached only through `tied` now)
     assert list(net.states(allowed_hierarchy=(0, 0))) == ["tied", "count"]

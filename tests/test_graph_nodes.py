@@ -174,3 +174,22 @@ def test_graph_to_tree_checks_nested_aliasing_and_broadcast_prefix():
     assert graph.broadcast_prefix(7, {"a": 1, "b": (2, 3)}) == [7, 7, 7]
     assert graph.broadcast_prefix([0, None], [{"a": 1}, [2, 3]],
                                   prefix_is_leaf=lambda x: x is None) == [0, None, None]
+
+
+def test_module_nodes_include_graph_nodes_that_are_not_modules():
+    """braincell keeps ion channels (graph Nodes, not Modules) as attributes, set after
+    construction, and finds them with ``cell.nodes(IonChannel, allowed_hierarchy=(1, 1))``."""
+    class Channel(brainx.graph.Node):
+        def __init__(self):
+            self.p = brainx.HiddenState(jnp.zeros(1))
+
+    class Cell(brainx.nn.Module):
+        pass
+
+    cell = Cell()
+    assert list(cell.nodes(Channel, allowed_hierarchy=(1, 1))) == []
+    cell.na = Channel()
+    found = cell.nodes(Channel, allowed_hierarchy=(1, 1))
+    assert list(found) == ["na"] and found["na"] is cell.na
+    assert cell.nodes() == brainx.graph.nodes(cell)
+    assert list(cell.states()) == ["na.p"]

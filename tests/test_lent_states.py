@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import brainx
-from brainx.state.lending import LENT
+from brainx.state.lending import LENT, set_ended_write_policy
 
 
 def test_custom_vjp_forward_writes_then_restores_a_state():
@@ -71,6 +71,42 @@ def test_a_state_left_holding_a_dead_tracer_is_put_back_on_read():
     assert id(w) not in LENT
     # the next brainx transform reads the put-back value
     np.testing.assert_array_equal(brainx.transform.jit(lambda: w.value * 2)(), [2.0, 2.0])
+
+
+@pytest.fixture
+def restore_policy():
+    previous = set_ended_write_policy("restore")
+    yield
+    set_ended_write_policy(previous)
+
+
+def test_the_restore_policy_reads_the_value_from_before_the_raw_write(restore_policy):
+    """braincell's solvers: states written with jax.vjp's tracers, read for their shapes,
+    then overwritten; the result equals the same step with explicit values."""
+    x = brainx.HiddenState(jnp.array([1.0, 2.0]), name="x")
+    tau = jnp.array([2.0, 4.0])
+
+    def field(y):
+        x.value = y                        # a raw trace's tracer in the state, never put back
+        return -x.value / tau
+
+    dt = 0.1
+    y0 = x.value
+    f0, vjp = jax.vjp(field, y0)
+    J = jax.vmap(vjp)(jnp.eye(2))[0]
+    shape = x.value.shape                  # braincell reads it for the structure only
+    assert shape == (2,)
+    np.testing.assert_array_equal(x.value, y0)   # the value from before the raw write
+    x.value = y0 + jnp.linalg.solve(jnp.eye(2) - dt * J, dt * f0)
+    expected = np.asarray(y0) / (1 + dt / np.asarray(tau))   # backward Euler of -y / tau
+    np.testing.assert_allclose(x.value, expected, rtol=1e-6)
+    assert id(x) not in LENT
+
+
+def test_the_policy_is_checked_and_the_default_raises():
+    with pytest.raises(ValueError, match="policy must be one of"):
+        set_ended_write_policy("ignore")
+    assert set_ended_write_policy("error") == "error"          # the default
 
 
 def test_a_brainx_transform_reading_a_dead_lent_state_gets_the_error():

@@ -66,7 +66,7 @@ def test_states_paths_cover_attributes_lists_tuples_dicts_in_order():
         "enc.w", "enc.h", "blocks.0.w", "blocks.0.h", "blocks.1.0.w", "blocks.1.0.h",
         "heads.left.w", "heads.left.h", "heads.right.w", "heads.right.h", "scale"]
     assert net.states()["heads.right.h"] is net.heads["right"].h
-    assert list(net.nodes()) == ["enc", "blocks.0", "blocks.1.0", "heads.left", "heads.right"]
+    assert list(net.nodes()) == ["", "enc", "blocks.0", "blocks.1.0", "heads.left", "heads.right"]
 
 
 def test_states_filters():

@@ -79,10 +79,10 @@ def states(node: Any, *filters: Filter,
 def nodes(node: Any, *filters: Filter,
           allowed_hierarchy: Tuple[int, int] = (0, MAX_INT)
           ) -> Union[FlattedDict, Tuple[FlattedDict, ...]]:
-    """The modules reachable from ``node``, ``node`` itself included (path ``()``), as brainstate.
+    """The graph nodes reachable from ``node``, ``node`` itself included (path ``()``), as brainstate.
 
-    ``Module.nodes()`` leaves the module itself out. Filters and
-    ``allowed_hierarchy`` as in :func:`states`.
+    ``Module.nodes()`` is the same. Filters and ``allowed_hierarchy`` as in
+    :func:`states`.
 
     Examples
     --------

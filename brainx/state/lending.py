@@ -16,6 +16,10 @@ state never keeps a tracer of a trace that has ended:
   outside every brainx transform call, raises :class:`~brainx.TracerLeakError`:
   ``jax.jit`` over a function that writes a state is a bug (the compiled
   function would not write it again), and brainstate loses that update silently.
+  :func:`set_ended_write_policy` ``("restore")`` makes that read return the value
+  from before the write instead, as brainstate lets it go on (braincell's solvers
+  write a cell's states under ``jax.vjp``, then read them only for their shapes
+  and overwrite them); :func:`brainx.compat.install_as_brainstate` sets it.
 
 Readers test ``LENT`` first: while nothing is lent, a read costs one truth test.
 
@@ -45,7 +49,8 @@ from jax.core import Tracer
 from brainx.errors import TracerLeakError
 from brainx.lanes import alive_trace_ids
 
-__all__ = ["LENT", "lend", "check_lent", "transform_call", "call_depth", "lend_in_scope"]
+__all__ = ["LENT", "lend", "check_lent", "transform_call", "call_depth", "lend_in_scope",
+           "set_ended_write_policy"]
 
 # States lent to a raw JAX trace: ``id(state) -> (weak ref, value before, call depth)``. The
 # value before is the one from before the first write of a tracer; the depth is how many
@@ -55,6 +60,43 @@ LENT: dict = {}
 
 class _Calls(threading.local):
     depth = 0
+
+
+_POLICIES = ("error", "restore")
+# What a read outside every brainx call does on finding a state written by a raw trace that
+# has ended: raise TracerLeakError, or just give the value from before that write.
+_ENDED_WRITE = ["error"]
+
+
+def set_ended_write_policy(policy: str) -> str:
+    """Choose what reading a state written by an ended raw JAX trace does; returns the old policy.
+
+    Both policies put back the value the state had before the raw trace wrote
+    it, so the state never keeps a dead tracer. ``"error"`` (brainx's default)
+    then raises :class:`~brainx.TracerLeakError` when the read is outside every
+    brainx transform: the write was probably meant to last (``jax.jit`` over a
+    function that writes a state). ``"restore"`` returns that value, as
+    brainstate goes on: libraries that write states inside ``jax.vjp`` or
+    ``jax.jvp`` and overwrite them afterwards (braincell's solvers) rely on it.
+    :func:`brainx.compat.install_as_brainstate` sets ``"restore"``.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, brainx
+    >>> from brainx.state.lending import set_ended_write_policy
+    >>> w = brainx.State(jnp.ones(2))
+    >>> previous = set_ended_write_policy("restore")
+    >>> _ = jax.jvp(lambda x: setattr(w, "value", x) or x, (jnp.zeros(2),), (jnp.ones(2),))
+    >>> w.value.tolist()                          # the value from before the raw write
+    [1.0, 1.0]
+    >>> set_ended_write_policy(previous)
+    'restore'
+    """
+    if policy not in _POLICIES:
+        raise ValueError(f"set_ended_write_policy: policy must be one of {_POLICIES}, got "
+                         f"{policy!r}.")
+    previous, _ENDED_WRITE[0] = _ENDED_WRITE[0], policy
+    return previous
 
 
 _CALLS = _Calls()
@@ -119,7 +161,7 @@ def check_lent(state: Any) -> None:
     If it has, the state gets back its value from before it was lent; outside
     every brainx transform call :class:`~brainx.TracerLeakError` says so.
     """
-    if _give_back_if_ended(state) and not _CALLS.depth:
+    if _give_back_if_ended(state) and not _CALLS.depth and _ENDED_WRITE[0] == "error":
         raise TracerLeakError(
             f"{state!r} still held a tracer of a raw JAX transform that has ended (jax.jit, "
             "jax.custom_vjp, jax.lax.scan, ...): code traced by it wrote the state and did not "

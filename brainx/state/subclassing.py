@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
+from brainx.state.trace import mark_written
+
 __all__ = ["record_state_value_read", "record_state_value_write", "ValueProtocol"]
 
 
@@ -33,7 +35,25 @@ def record_state_value_read(state: Any) -> None:
 
 
 def record_state_value_write(state: Any) -> None:
-    """brainstate's hook before a subclass writes its value: brainx records in ``_write_value``."""
+    """brainstate's hook before a subclass writes: the state counts as written in every open scope.
+
+    A write through ``_write_value`` is recorded there anyway; this call matters for
+    a subclass that changes something besides the value (braincell's
+    ``DiffEqState.derivative``) and reports it this way: a ``StateTraceStack``
+    open around it lists the state as written, and a transform makes it an
+    output (with its value unchanged). Nothing is assigned.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> from brainx.state.subclassing import record_state_value_write
+    >>> s = brainx.State(jnp.ones(2))
+    >>> with brainx.StateTraceStack() as trace:
+    ...     record_state_value_write(s)
+    >>> trace.get_write_states() == (s,), s.value.tolist()
+    (True, [1.0, 1.0])
+    """
+    mark_written(state)
 
 
 class ValueProtocol:

@@ -77,6 +77,30 @@ def visible_value(scope: "StateTraceStack", state) -> Any:
     return state._checked_value()
 
 
+def mark_written(state) -> None:
+    """Record a write of ``state`` with the value it has, in every scope open now.
+
+    brainstate's ``record_state_value_write``: a subclass that keeps more than
+    the value (braincell's ``DiffEqState.derivative``) tells the scopes the
+    state counts as written. The innermost transform scope gets the value it
+    sees as the written one (so the state becomes an output of its trace,
+    unchanged); recording scopes inside it note the write. Nothing is assigned
+    and no hook runs.
+    """
+    scope = _THREAD.frames[-1] if _THREAD.frames else None
+    while scope is not None:
+        if scope.is_transform:
+            if state not in scope._created:
+                scope.write_value(state, visible_value(scope, state))
+            return
+        if state not in scope._created:
+            if state not in scope._original:
+                scope._original[state] = scope._peek(state)
+            scope._touched[state] = None
+            scope._written[state] = None
+        scope = scope._parent
+
+
 def _real_value(state) -> Any:
     """The value outside every scope, refusing an expired one."""
     return state._checked_value()

@@ -22,12 +22,18 @@ stored in brainx: each run
 4. prints a row per file, ``client: X of B passing`` and the most common
    failure causes (an error's first line: a missing name, a wrong result).
 
+``--on-brainstate`` runs the same files on brainstate 0.5.4 itself, for the
+figure to compare with: a separate environment (default
+``/tmp/brainstate-clients-venv``) with brainstate and its own pinned
+dependencies and no brainx, and no ``install_as_brainstate()``.
+
 Usage::
 
     python tests/compat/run_clients.py                       # all four clients
     python tests/compat/run_clients.py --only braintools --max-files 20
     python tests/compat/run_clients.py --only braintrace --files _algorithm --verbose
     python tests/compat/run_clients.py --json clients.json --jobs 2
+    python tests/compat/run_clients.py --only braincell --on-brainstate   # the reference
 
 The numbers on brainstate 0.5.4 that issue 20 compares against: braintools 497
 of 498 brainstate-facing tests, brainpy-state 238, braintrace 604, braincell 1042.
@@ -53,6 +59,8 @@ import zipfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BRAINX_VENV = os.path.join(ROOT, ".venv")
 DEFAULT_VENV = "/tmp/brainx-clients-venv"
+BRAINSTATE_VENV = "/tmp/brainstate-clients-venv"
+BRAINSTATE = "0.5.4"
 
 #: client: (distribution on the package index, version, package folder, import name);
 #: brainpy_state refuses a direct import outside its tests: users import brainpy.state.
@@ -72,6 +80,9 @@ CONFTEST = '''\
 import brainx.compat
 
 brainx.compat.install_as_brainstate()
+'''
+CONFTEST_BRAINSTATE = '''\
+# Written by brainx's tests/compat/run_clients.py --on-brainstate: the real brainstate.
 '''
 PYTEST_INI = '''\
 [pytest]
@@ -168,27 +179,35 @@ def venv_python(venv: str) -> str:
     return os.path.join(venv, "bin", "python")
 
 
-def make_venv(venv: str, wheels: dict, cache: str) -> str:
-    """Create (once) the clients' environment; install the family's wheels and their deps."""
+def make_venv(venv: str, wheels: dict, cache: str, on_brainstate: bool = False) -> str:
+    """Create (once) the clients' environment; install the family's wheels and their deps.
+
+    ``on_brainstate``: with brainstate itself (and its dependencies), without brainx.
+    """
     python = venv_python(venv)
     if not os.path.exists(python):
         base = subprocess.run([os.path.join(BRAINX_VENV, "bin", "python"), "-c",
                                "import sys; print(sys._base_executable)"],
                               capture_output=True, text=True, check=True).stdout.strip()
         subprocess.run([base, "-m", "venv", venv], check=True)
-        # brainx (editable) and its dependencies come from brainx's own environment
-        site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        theirs = subprocess.run([os.path.join(BRAINX_VENV, "bin", "python"), "-c",
-                                 "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        with open(os.path.join(site, "brainx-venv.pth"), "w") as f:
-            f.write(theirs + "\n" + ROOT + "\n")
+        if not on_brainstate:
+            # brainx (editable) and its dependencies come from brainx's own environment
+            site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+            theirs = subprocess.run([os.path.join(BRAINX_VENV, "bin", "python"), "-c",
+                                     "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                    capture_output=True, text=True, check=True).stdout.strip()
+            with open(os.path.join(site, "brainx-venv.pth"), "w") as f:
+                f.write(theirs + "\n" + ROOT + "\n")
     stamp = os.path.join(venv, "brainx-clients.json")
     wanted = {canon(d): v for d, v in FAMILY.items()}
+    if on_brainstate:
+        wanted["brainstate"] = BRAINSTATE
     done = json.load(open(stamp)) if os.path.exists(stamp) else {}
     if done == wanted:
         return python
+    if on_brainstate:
+        pip(python, "install", f"brainstate=={BRAINSTATE}")
     # the family, pinned and without dependencies (each requires brainstate) ...
     family_wheels = []
     others = set()
@@ -204,7 +223,8 @@ def make_venv(venv: str, wheels: dict, cache: str) -> str:
     # ... then their other requirements, resolved as usual (none of them is brainstate)
     if others:
         pip(python, "install", *sorted(others), "pytest")
-    check_no_brainstate(python)
+    if not on_brainstate:
+        check_no_brainstate(python)
     with open(stamp, "w") as f:
         json.dump(wanted, f)
     return python
@@ -292,7 +312,7 @@ def run_file(python: str, source: str, rel: str, timeout: int, verbose: bool) ->
     return counts
 
 
-def prepare(client: str, cache: str, wheels: dict) -> tuple:
+def prepare(client: str, cache: str, wheels: dict, on_brainstate: bool = False) -> tuple:
     """Download and unpack the client; the source folder and its test files."""
     dist, version, package, _ = CLIENTS[client]
     archive = download(dist, version, os.path.join(cache, "sdist"), False) \
@@ -301,14 +321,15 @@ def prepare(client: str, cache: str, wheels: dict) -> tuple:
         raise RuntimeError(f"{dist}=={version}: nothing to download")
     source = unpack(archive, os.path.join(cache, "src", client))
     with open(os.path.join(source, "conftest.py"), "w") as f:
-        f.write(CONFTEST)
+        f.write(CONFTEST_BRAINSTATE if on_brainstate else CONFTEST)
     with open(os.path.join(source, "pytest.ini"), "w") as f:
         f.write(PYTEST_INI)
     return source, test_files(source, package), os.path.basename(archive)
 
 
-def import_check(python: str, package: str) -> str | None:
-    code = (f"import brainx.compat; brainx.compat.install_as_brainstate(); import {package}")
+def import_check(python: str, package: str, on_brainstate: bool = False) -> str | None:
+    code = (f"import {package}" if on_brainstate else
+            f"import brainx.compat; brainx.compat.install_as_brainstate(); import {package}")
     run = subprocess.run([python, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, JAX_PLATFORMS="cpu"), cwd="/")
     if run.returncode:
@@ -324,7 +345,10 @@ def main(argv=None) -> int:
     p.add_argument("--max-files", type=int, default=None, help="at most this many files a client, evenly spaced over its sorted list")
     p.add_argument("--timeout", type=int, default=300, help="seconds per file")
     p.add_argument("--jobs", type=int, default=1, help="files run at once")
-    p.add_argument("--venv", default=DEFAULT_VENV, help="the clients' environment (made once)")
+    p.add_argument("--venv", default=None, help="the clients' environment (made once; default "
+                   f"{DEFAULT_VENV}, or {BRAINSTATE_VENV} with --on-brainstate)")
+    p.add_argument("--on-brainstate", action="store_true",
+                   help=f"run on brainstate {BRAINSTATE} itself (the reference), not on brainx")
     p.add_argument("--json", default=None, help="write the per-file results here")
     p.add_argument("--top", type=int, default=8, help="failure causes shown a client")
     p.add_argument("--verbose", action="store_true")
@@ -336,17 +360,20 @@ def main(argv=None) -> int:
         wheels = {}
         for dist, version in FAMILY.items():
             wheels[canon(dist)] = download(dist, version, os.path.join(cache, "wheels"), True)
-        python = make_venv(args.venv, wheels, cache)
+        on_bs = args.on_brainstate
+        venv = args.venv or (BRAINSTATE_VENV if on_bs else DEFAULT_VENV)
+        python = make_venv(venv, wheels, cache, on_bs)
         for client in clients:
-            source, files, archive = prepare(client, cache, wheels)
+            source, files, archive = prepare(client, cache, wheels, on_bs)
             if args.files:
                 files = [f for f in files if args.files in f]
             if args.max_files is not None and len(files) > args.max_files:
                 # evenly spaced over the sorted list, so every subpackage is sampled
                 step = len(files) / max(1, args.max_files)
                 files = [files[int(i * step)] for i in range(args.max_files)]
-            broken = import_check(python, CLIENTS[client][3])
-            print(f"\n== {client} ({archive}): {len(files)} test files"
+            broken = import_check(python, CLIENTS[client][3], on_bs)
+            where = f"brainstate {BRAINSTATE}" if on_bs else "brainx"
+            print(f"\n== {client} ({archive}) on {where}: {len(files)} test files"
                   + (f"; import {CLIENTS[client][3]} fails: {broken}" if broken else ""), flush=True)
             rows = {}
             with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:

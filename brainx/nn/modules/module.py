@@ -152,9 +152,14 @@ class Module(Node, ParamDesc):
     def nodes(self, *filters: Filter,
               allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)
               ) -> FlattedDict | Tuple[FlattedDict, ...]:
-        """The submodules (not this one), keyed by path; filters as in :meth:`states`."""
-        found = ((p, x) for p, x in walk_tree(self, allowed_hierarchy=allowed_hierarchy) if p)
-        return _collect(found, Module, filters)
+        """The graph nodes of the tree, keyed by path, as :func:`brainx.graph.nodes`.
+
+        This module is included (path ``()``, depth 0: ``allowed_hierarchy=(1, ...)``
+        leaves it out), and so is every :class:`~brainx.graph.Node` below it, a
+        module or not (brainstate 0.5.4's ``Module.nodes``). Filters as in
+        :meth:`states`.
+        """
+        return _collect(walk_tree(self, allowed_hierarchy=allowed_hierarchy), Node, filters)
 
     # -- parameters (brainx.nn.Param) ---------------------------------------------
     _is_param = False       # brainx.nn.Param sets it; module.py cannot import param.py
