@@ -222,7 +222,7 @@ def make_venv(venv: str, wheels: dict, cache: str, on_brainstate: bool = False) 
     pip(python, "install", "--no-deps", *family_wheels)
     # ... then their other requirements, resolved as usual (none of them is brainstate)
     if others:
-        pip(python, "install", *sorted(others), "pytest")
+        pip(python, "install", *sorted(others), "pytest", "hypothesis")
     if not on_brainstate:
         check_no_brainstate(python)
     with open(stamp, "w") as f:
