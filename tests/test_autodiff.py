@@ -374,11 +374,22 @@ def test_unit_aware_hessian():
     close(h.mantissa, jnp.diag(6 * jnp.array([1.0, 2.0])))
 
 
-def test_not_unit_aware_strips_units_from_gradients():
+def test_not_unit_aware_gradients_are_jax_s_cotangents():
+    """Without unit_aware, a Quantity's gradient is what jax.grad gives (and brainstate): the
+    cotangent of its mantissa in the primal's own unit, so `w - lr * g` keeps w's unit."""
     w = brainx.ParamState(jnp.array([1.0, 2.0]) * u.mV)
-    g = bt.grad(lambda: u.math.sum(w.value ** 2).mantissa, w)()
-    assert not isinstance(g, u.Quantity)
-    close(g, jnp.array([2.0, 4.0]))
+    x = jnp.array([0.5, -1.0]) * u.ms
+    g_w, g_x = bt.grad(lambda x: u.math.sum(w.value ** 2 * (x / u.ms)).mantissa, w,
+                       argnums=0)(x)
+    want_w, want_x = jax.grad(lambda w_, x_: u.math.sum(w_ ** 2 * (x_ / u.ms)).mantissa,
+                              argnums=(0, 1))(w.value, x)
+    assert g_w.unit == want_w.unit == u.mV and g_x.unit == want_x.unit == u.ms
+    close(g_w.mantissa, want_w.mantissa)
+    close(g_x.mantissa, want_x.mantissa)
+    unused = brainx.ParamState(jnp.ones(2) * u.mS)        # read, no influence: zeros in mS
+    g = bt.grad(lambda: jnp.sum(0.0 * unused.value.mantissa) + 1.0, unused)()
+    assert g.unit == u.mS and not jnp.any(g.mantissa)
+    w.value = w.value - 0.1 * g_w                          # an update keeps the unit
 
 
 # --- vjp, jvp ---------------------------------------------------------------------------

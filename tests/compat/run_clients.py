@@ -207,7 +207,8 @@ def make_venv(venv: str, wheels: dict, cache: str, on_brainstate: bool = False) 
     if done == wanted:
         return python
     if on_brainstate:
-        pip(python, "install", f"brainstate=={BRAINSTATE}")
+        # numba: brainx's environment has it (brainevent's kernels); some client tests need it
+        pip(python, "install", f"brainstate=={BRAINSTATE}", "numba")
     # the family, pinned and without dependencies (each requires brainstate) ...
     family_wheels = []
     others = set()

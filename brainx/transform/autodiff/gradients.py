@@ -232,9 +232,6 @@ class StateDifferentiation:
         # a state holding leaves JAX cannot trace (strings): its gradient keeps them as they are
         grads = jax.tree.map(lambda g: g.tree if type(g) is StaticLeaves else g, grads,
                              is_leaf=lambda g: type(g) is StaticLeaves)
-        if not self.unit_aware:  # plain arrays: a Quantity here would carry x's unit, not 1/x's
-            grads = jax.tree.map(lambda g: g.mantissa if _is_quantity(g) else g, grads,
-                                 is_leaf=_is_quantity)
         if y is None:
             return self._arrange_one(grads, primals)
         # a Jacobian: one entry per leaf of the output y, each over the primals
@@ -430,7 +427,8 @@ def grad(fun: Optional[Callable] = None, grad_states=None, argnums=None,
     unit_aware : bool
         ``fun`` may return a brainunit Quantity and gradients carry
         ``unit(value) / unit(x)`` (``brainunit.autograd``). Without it,
-        gradients are plain arrays.
+        gradients are ``jax.grad``'s: a Quantity's is a Quantity in its own unit
+        whose mantissa is the derivative with respect to the mantissa.
     holomorphic, allow_int
         As in ``jax.grad``.
     debug_nan : bool
@@ -471,7 +469,7 @@ def vector_grad(func: Optional[Callable] = None, grad_states=None, argnums=None,
     Same arguments (``debug_nan`` included) and result layout as :func:`grad`;
     ``func`` may return any array (a single array when ``unit_aware``). A
     brainunit Quantity output without ``unit_aware`` is taken as brainstate
-    takes it: the gradient is that of the sum of its mantissa, a plain array.
+    takes it: the gradient is that of the sum of its mantissa.
 
     Examples
     --------
