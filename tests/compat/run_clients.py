@@ -14,7 +14,9 @@ stored in brainx: each run
    brainx's own environment (``.venv``) through a ``.pth`` file. The clients
    and their brain* dependencies (brainpy 2.8.2 for brainpy-state) go in with
    ``--no-deps``; their other requirements (from the wheels' ``Requires-Dist``)
-   go in as usual. brainstate is never installed: the runner stops if it is;
+   go in as usual. brainstate is never installed: the runner stops if it is.
+   A ``.pth`` hook in that environment calls ``install_as_brainstate()`` when
+   a fresh interpreter (a client test that starts one) imports brainstate;
 3. runs each test file with pytest in that environment, in its own process
    under ``--timeout`` seconds, from the unpacked source next to a
    ``conftest.py`` that calls ``brainx.compat.install_as_brainstate()`` before
@@ -199,6 +201,8 @@ def make_venv(venv: str, wheels: dict, cache: str, on_brainstate: bool = False) 
                                     capture_output=True, text=True, check=True).stdout.strip()
             with open(os.path.join(site, "brainx-venv.pth"), "w") as f:
                 f.write(theirs + "\n" + ROOT + "\n")
+    if not on_brainstate:
+        install_import_hook(python)
     stamp = os.path.join(venv, "brainx-clients.json")
     wanted = {canon(d): v for d, v in FAMILY.items()}
     if on_brainstate:
@@ -231,8 +235,49 @@ def make_venv(venv: str, wheels: dict, cache: str, on_brainstate: bool = False) 
     return python
 
 
+IMPORT_HOOK = '''\
+"""Written by brainx's tests/compat/run_clients.py: `import brainstate` in any interpreter of
+this environment (a client test that starts a fresh one) calls
+brainx.compat.install_as_brainstate() first. Nothing is imported before that import."""
+import importlib.abc
+import importlib.util
+import sys
+
+
+class _BrainxAsBrainstate(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "brainstate":
+            return None
+        sys.meta_path.remove(self)
+        import brainx.compat
+        brainx.compat.install_as_brainstate()       # sys.modules["brainstate"] is brainx now
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        return sys.modules[spec.name]
+
+    def exec_module(self, module):
+        pass
+
+
+sys.meta_path.append(_BrainxAsBrainstate())
+'''
+
+
+def install_import_hook(python: str) -> None:
+    """Serve ``import brainstate`` with brainx in fresh interpreters of the clients' environment."""
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(site, "brainx_as_brainstate.py"), "w") as f:
+        f.write(IMPORT_HOOK)
+    with open(os.path.join(site, "brainx-as-brainstate.pth"), "w") as f:
+        f.write("import brainx_as_brainstate\n")
+
+
 def check_no_brainstate(python: str) -> None:
-    run = subprocess.run([python, "-c", "import importlib.util as u; "
+    run = subprocess.run([python, "-c", "import sys, importlib.util as u; "
+                          "sys.meta_path[:] = [f for f in sys.meta_path "
+                          "if type(f).__name__ != '_BrainxAsBrainstate']; "
                           "print(u.find_spec('brainstate') is not None)"],
                          capture_output=True, text=True)
     if run.stdout.strip() == "True":
