@@ -62,6 +62,9 @@ class _Calls(threading.local):
     depth = 0
 
 
+_CALLS = _Calls()
+
+
 _POLICIES = ("error", "restore")
 # What a read outside every brainx call does on finding a state written by a raw trace that
 # has ended: raise TracerLeakError, or just give the value from before that write.
@@ -97,9 +100,6 @@ def set_ended_write_policy(policy: str) -> str:
                          f"{policy!r}.")
     previous, _ENDED_WRITE[0] = _ENDED_WRITE[0], policy
     return previous
-
-
-_CALLS = _Calls()
 
 
 # Writes into a brainx trace scope made by the machinery of a brainx call nested in it after

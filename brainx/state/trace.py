@@ -82,23 +82,10 @@ def mark_written(state) -> None:
 
     brainstate's ``record_state_value_write``: a subclass that keeps more than
     the value (braincell's ``DiffEqState.derivative``) tells the scopes the
-    state counts as written. The innermost transform scope gets the value it
-    sees as the written one (so the state becomes an output of its trace,
-    unchanged); recording scopes inside it note the write. Nothing is assigned
-    and no hook runs.
+    state counts as written (see :meth:`StateTraceStack.mark_written`).
     """
-    scope = _THREAD.frames[-1] if _THREAD.frames else None
-    while scope is not None:
-        if scope.is_transform:
-            if state not in scope._created:
-                scope.write_value(state, visible_value(scope, state))
-            return
-        if state not in scope._created:
-            if state not in scope._original:
-                scope._original[state] = scope._peek(state)
-            scope._touched[state] = None
-            scope._written[state] = None
-        scope = scope._parent
+    if _THREAD.frames:
+        _THREAD.frames[-1].mark_written(state)
 
 
 def _real_value(state) -> Any:
@@ -154,11 +141,27 @@ class StateTraceStack:
         if state in self._created:
             state._value = value
             return
+        self._note_write(state)
+        self._write_outer(state, value)
+
+    def mark_written(self, state) -> None:
+        """Record a write of ``state`` that keeps its value, here and in the scopes around.
+
+        Nothing is assigned and no hook runs; the innermost transform scope
+        takes the value it sees as the written one (the state becomes an
+        output of its trace, unchanged).
+        """
+        if state in self._created:
+            return
+        self._note_write(state)
+        if self._parent is not None:
+            self._parent.mark_written(state)
+
+    def _note_write(self, state) -> None:
         if state not in self._original:
             self._original[state] = self._peek(state)
         self._touched[state] = None
         self._written[state] = None
-        self._write_outer(state, value)
 
     def _peek(self, state) -> Any:
         """The value visible around this scope (lifting it into a trace if needed)."""
@@ -409,6 +412,10 @@ class TransformScope(StateTraceStack):
         self._touched[state] = None
         self._written[state] = None
         self.overlay[state] = value
+
+    def mark_written(self, state) -> None:
+        if state not in self._created:
+            self.write_value(state, visible_value(self, state))
 
     def _put_back(self, state, value) -> None:
         self._lend_if_nested(state)

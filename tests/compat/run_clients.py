@@ -181,6 +181,12 @@ def venv_python(venv: str) -> str:
     return os.path.join(venv, "bin", "python")
 
 
+def site_packages(python: str) -> str:
+    """The ``site-packages`` folder of ``python``'s environment."""
+    return subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
 def make_venv(venv: str, wheels: dict, cache: str, on_brainstate: bool = False) -> str:
     """Create (once) the clients' environment; install the family's wheels and their deps.
 
@@ -194,12 +200,8 @@ def make_venv(venv: str, wheels: dict, cache: str, on_brainstate: bool = False) 
         subprocess.run([base, "-m", "venv", venv], check=True)
         if not on_brainstate:
             # brainx (editable) and its dependencies come from brainx's own environment
-            site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  capture_output=True, text=True, check=True).stdout.strip()
-            theirs = subprocess.run([os.path.join(BRAINX_VENV, "bin", "python"), "-c",
-                                     "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                    capture_output=True, text=True, check=True).stdout.strip()
-            with open(os.path.join(site, "brainx-venv.pth"), "w") as f:
+            theirs = site_packages(os.path.join(BRAINX_VENV, "bin", "python"))
+            with open(os.path.join(site_packages(python), "brainx-venv.pth"), "w") as f:
                 f.write(theirs + "\n" + ROOT + "\n")
     if not on_brainstate:
         install_import_hook(python)
@@ -266,8 +268,7 @@ sys.meta_path.append(_BrainxAsBrainstate())
 
 def install_import_hook(python: str) -> None:
     """Serve ``import brainstate`` with brainx in fresh interpreters of the clients' environment."""
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = site_packages(python)
     with open(os.path.join(site, "brainx_as_brainstate.py"), "w") as f:
         f.write(IMPORT_HOOK)
     with open(os.path.join(site, "brainx-as-brainstate.pth"), "w") as f:

@@ -19,7 +19,7 @@ from brainx.mixin import ParamDesc
 from brainx.nn.init import to_size
 from brainx.nn.modules.tree_display import module_tree
 from brainx.graph.node import Node
-from brainx.graph.walk import MAX_INT, walk_tree
+from brainx.graph.walk import MAX_INT, iter_node, walk_tree
 from brainx.state.state import State
 from brainx.util.filter import Filter, to_predicate
 from brainx.util.mappings import FlattedDict, select
@@ -159,7 +159,8 @@ class Module(Node, ParamDesc):
         module or not (brainstate 0.5.4's ``Module.nodes``). Filters as in
         :meth:`states`.
         """
-        return _collect(walk_tree(self, allowed_hierarchy=allowed_hierarchy), Node, filters)
+        found = iter_node(self, allowed_hierarchy=allowed_hierarchy)
+        return select([(DottedPath(p), x) for p, x in found], tuple(filters))
 
     # -- parameters (brainx.nn.Param) ---------------------------------------------
     _is_param = False       # brainx.nn.Param sets it; module.py cannot import param.py
