@@ -90,6 +90,33 @@ def test_affine_drifts_are_recognised_and_the_step_equals_the_general_method(nam
     np.testing.assert_allclose(jitted, got, rtol=2e-6, atol=2e-6)
 
 
+def test_known_terms_of_the_offset_are_summed_when_the_step_is_traced():
+    """``(V_rest - V + (I_drive + g (E - V))) / tau`` with a traced conductance: the offset
+    is ``V_rest + I_drive + g E``, and the two known terms are one constant of the step,
+    not two additions (as a hand-written step writes ``-40 + g E``)."""
+    def offset_and_value(g):
+        f = lambda v: (-60.0 - v + (20.0 + g * (-80.0 - v))) / 20.0     # noqa: E731
+        form, _ = affine_form(f, X0)
+        value = form.scale * (form.coef * X0 + form.offset)
+        return form.offset, value, f(X0)
+
+    g = jnp.linspace(0.0, 2.0, 6)
+    _, value, direct = offset_and_value(g)
+    np.testing.assert_allclose(value, direct, rtol=1e-6, atol=1e-5)
+    closed = jax.make_jaxpr(lambda g: offset_and_value(g)[0])(g)
+    jaxpr, known = closed.jaxpr, dict(zip(closed.jaxpr.constvars, closed.consts))
+    needed, live = set(jaxpr.outvars), []            # the equations the offset depends on
+    for eqn in reversed(jaxpr.eqns):
+        if needed.intersection(eqn.outvars):
+            live.append(eqn)
+            needed.update(v for v in eqn.invars if not isinstance(v, jax.extend.core.Literal))
+    adds = [e for e in live if e.primitive.name in ("add", "sub")]
+    assert len(adds) == 1, jaxpr
+    constants = [v.val if isinstance(v, jax.extend.core.Literal) else known[v]
+                 for v in adds[0].invars if isinstance(v, jax.extend.core.Literal) or v in known]
+    assert [np.abs(np.asarray(c)).max() for c in constants] == [40.0], jaxpr
+
+
 def test_a_scalar_state_with_vector_parameters_broadcasts_like_the_general_method():
     f = lambda v: (K - v) / 2.0                        # noqa: E731
     got = nn.exp_euler_step(f, jnp.float32(0.5))

@@ -15,7 +15,9 @@ whole of the analysis. A pair also carries a known scale, ``scale * (a * x + b)`
 (a Python number), so that ``E - V`` and ``-(g + 1)`` cost no negation and
 ``(E - V) / tau`` no division: the caller folds the scale into its constants
 (``exp(a * scale * dt)`` multiplies by one number, and ``x_inf = -b / a`` needs
-no scale at all), as a hand-written step computes it.
+no scale at all), as a hand-written step computes it. The part of ``b`` known
+when the step is traced is kept apart too and summed there: ``V_rest`` plus a
+constant drive is one constant of the step, not two additions.
 
 =========================================  ====================================
 equation                                   result
@@ -72,12 +74,28 @@ class _NotAffine(Exception):
 
 
 class _Pair:
-    """A value ``scale * (coef * x + offset)`` inside the walk (``None`` parts: zero)."""
+    """A value ``scale * (coef * x + offset + known)`` inside the walk (``None`` parts: zero).
 
-    __slots__ = ("coef", "offset", "scale")
+    ``known`` is the part of the offset known when the step is traced, kept apart
+    so that the constants a right-hand side adds one by one (``V_rest``, a constant
+    drive) are summed at trace time: the step adds one number, not each of them.
+    """
 
-    def __init__(self, coef, offset, scale: float = 1.0):
-        self.coef, self.offset, self.scale = coef, offset, scale
+    __slots__ = ("coef", "offset", "scale", "known")
+
+    def __init__(self, coef, offset, scale: float = 1.0, known=None):
+        if known is not None and not is_concrete(known):  # times a traced value: no longer known
+            offset, known = _plus(offset, known, False), None
+        self.coef, self.offset, self.scale, self.known = coef, offset, scale, known
+
+    def parts(self) -> tuple:
+        return self.coef, self.offset, self.known
+
+    def with_offset(self) -> "_Pair":
+        """The same value with ``known`` added into ``offset`` (one addition in the step)."""
+        if self.known is None:
+            return self
+        return _Pair(self.coef, _plus(self.offset, self.known, False), self.scale)
 
 
 def is_concrete(*values) -> bool:
@@ -130,6 +148,7 @@ def affine_form(fn: Callable[[Any], Any], x: Any) -> tuple:
     except _NotAffine:
         return None, closed
     if isinstance(out, _Pair):
+        out = out.with_offset()
         return AffineForm(out.coef, out.offset, out.scale), closed
     return AffineForm(None, out), closed
 
@@ -171,7 +190,9 @@ def _bind(eqn, invals) -> list:
 
 # -- the rules: one per primitive that keeps a value affine in x ---------------------------------
 def _as_pair(v) -> _Pair:
-    return v if isinstance(v, _Pair) else _Pair(None, v)
+    if isinstance(v, _Pair):
+        return v
+    return _Pair(None, None, known=v) if is_concrete(v) else _Pair(None, v)
 
 
 def _constant(value) -> Optional[float]:
@@ -204,10 +225,9 @@ def _add_rule(subtract: bool):
             lead, other, scale, ratio = a, b, scale_a, scale_b / scale_a
         minus = ratio < 0
         if abs(ratio) != 1.0:
-            other = _Pair(*(_times(p, abs(ratio), jnp.multiply)
-                            for p in (other.coef, other.offset)))
-        return [_Pair(_plus(lead.coef, other.coef, minus),
-                      _plus(lead.offset, other.offset, minus), scale)]
+            other = _Pair(*_scaled(other, abs(ratio)))
+        coef, offset, known = (_plus(p, q, minus) for p, q in zip(lead.parts(), other.parts()))
+        return [_Pair(coef, offset, scale, known)]
     return rule
 
 
@@ -239,20 +259,21 @@ def _scale_rule(fn):
         if k_value is not None and k_value != 0.0 and np.isfinite(k_value):
             scale = pair.scale * k_value if fn is jnp.multiply else pair.scale / k_value
             if scale != 0.0 and np.isfinite(scale):
-                return [_Pair(pair.coef, pair.offset, scale)]
-        return [_Pair(_times(pair.coef, k, fn), _times(pair.offset, k, fn), pair.scale)]
+                return [_Pair(pair.coef, pair.offset, scale, pair.known)]
+        coef, offset, known = (_times(p, k, fn) for p in pair.parts())
+        return [_Pair(coef, offset, pair.scale, known)]
     return rule
 
 
 def _neg_rule(eqn, a):
-    return [_Pair(a.coef, a.offset, -a.scale)]
+    return [_Pair(a.coef, a.offset, -a.scale, a.known)]
 
 
 def _map_both(fn: Callable):
     """A rule applying ``fn(part, eqn)`` to the coefficient and the offset."""
     def rule(eqn, a):
-        return [_Pair(None if a.coef is None else fn(a.coef, eqn),
-                      None if a.offset is None else fn(a.offset, eqn), a.scale)]
+        coef, offset, known = (None if p is None else fn(p, eqn) for p in a.parts())
+        return [_Pair(coef, offset, a.scale, known)]
     return rule
 
 
@@ -289,7 +310,7 @@ def _select_rule(eqn, pred, *cases):
     if isinstance(pred, _Pair):
         raise _NotAffine("select on a predicate that depends on x")
     shape, dtype = eqn.outvars[0].aval.shape, eqn.outvars[0].aval.dtype
-    pairs = [_unscaled(_as_pair(c)) for c in cases]
+    pairs = [_unscaled(_as_pair(c).with_offset()) for c in cases]
 
     def pick(parts):
         if all(p is None for p in parts):
@@ -305,7 +326,13 @@ def _unscaled(pair: _Pair) -> _Pair:
     """The same value with scale 1 (the parts multiplied by the scale)."""
     if pair.scale == 1.0:
         return pair
-    return _Pair(*(_times(p, pair.scale, jnp.multiply) for p in (pair.coef, pair.offset)))
+    return _Pair(*_scaled(pair, pair.scale))
+
+
+def _scaled(pair: _Pair, k: float) -> tuple:
+    """``(coef, offset, 1.0, known)`` of ``k`` times ``pair``'s parts (its scale left aside)."""
+    coef, offset, known = (_times(p, k, jnp.multiply) for p in pair.parts())
+    return coef, offset, 1.0, known
 
 
 def _call_rule(key: str):
