@@ -3,6 +3,7 @@ within 10 % of the instructions of the same network written by hand in JAX + bra
 
 import importlib.util
 import os
+import sys
 
 import brainunit as u
 import pytest
@@ -13,10 +14,19 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _benchmark(name):
+    """``benchmarks/<name>.py`` as a module, leaving ``sys.path`` and ``sys.modules`` as they
+    were (it imports its sibling ``snn_bptt``, a name ``examples/`` has too)."""
     path = os.path.join(_HERE, os.pardir, "benchmarks", f"{name}.py")
     spec = importlib.util.spec_from_file_location(f"_bench_{name}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    saved_path, theirs = list(sys.path), sys.modules.pop("snn_bptt", None)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved_path
+        sys.modules.pop("snn_bptt", None)
+        if theirs is not None:
+            sys.modules["snn_bptt"] = theirs
     return module
 
 
