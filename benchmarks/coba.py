@@ -13,6 +13,8 @@ CPU) in both versions.
 * **brainx**: ``nn.LIFRef``, two ``nn.EventFixedProb`` projections, two
   ``nn.Expon`` and two ``nn.COBA`` outputs registered as the neurons' current
   inputs; ``brainx.transform.for_loop`` under ``brainx.transform.jit``.
+* **brainx, one call** (``brainx1``): the same network with its two projections in
+  one ``nn.EventFixedProbGroup``, one brainevent call a step instead of two.
 * **hand-written JAX**: the same step on explicit arrays under ``lax.scan`` and
   ``jax.jit``: the membrane's exact step ``V_inf + (V - V_inf) exp(-dt g / tau)``
   written out, the same brainevent matrices (the same indices: both draw them
@@ -70,7 +72,7 @@ def sizes(n: int):
 class EINet(nn.Module):
     """The COBA network written with brainx.nn."""
 
-    def __init__(self, n: int, seed: int = 0):
+    def __init__(self, n: int, seed: int = 0, grouped: bool = False):
         super().__init__()
         n_exc, n_inh, conn_num, w_e, w_i = sizes(n)
         self.n_exc = n_exc
@@ -85,17 +87,22 @@ class EINet(nn.Module):
         self.out_exc, self.out_inh = nn.COBA(E=E_E * u.mV), nn.COBA(E=E_I * u.mV)
         self.neurons.add_current_input("exc", self.out_exc)
         self.neurons.add_current_input("inh", self.out_inh)
+        self.both = nn.EventFixedProbGroup(self.exc, self.inh) if grouped else None
 
     def update(self):
         spikes = self.neurons.get_spike()            # the previous step's spikes
-        self.out_exc.bind_cond(self.g_exc(self.exc(spikes[:self.n_exc])))
-        self.out_inh.bind_cond(self.g_inh(self.inh(spikes[self.n_exc:])))
+        if self.both is None:
+            g_exc, g_inh = self.exc(spikes[:self.n_exc]), self.inh(spikes[self.n_exc:])
+        else:
+            g_exc, g_inh = self.both(spikes)         # one brainevent call for both
+        self.out_exc.bind_cond(self.g_exc(g_exc))
+        self.out_inh.bind_cond(self.g_inh(g_inh))
         return self.neurons(DRIVE * u.mV)
 
 
-def build_brainx(n: int, seed: int = 0):
+def build_brainx(n: int, seed: int = 0, grouped: bool = False):
     brainx.random.seed(seed)
-    return nn.init_all_states(EINet(n, seed))
+    return nn.init_all_states(EINet(n, seed, grouped))
 
 
 def brainx_run(net: EINet, n_steps: int):
@@ -183,43 +190,49 @@ def measure(n: int, n_steps: int, rounds: int, seed: int = 0) -> dict:
     out = {}
     for which in ("brainx", "hand"):
         out[f"build {which}"], out[f"conn {which}"] = cold_build_seconds(which, n)
-    net = build_brainx(n, seed)
+    net, net1 = build_brainx(n, seed), build_brainx(n, seed, grouped=True)
     out["rebuild brainx"] = build_seconds("brainx", n, seed + 1)[0]  # a second network, warm
     model, state = build_hand(n, seed)
     out["rebuild hand"] = build_seconds("hand", n, seed + 1)[0]
     state = (net.neurons.V.value.to_decimal(u.mV),) + state[1:]    # the same start
 
-    fb = brainx_run(net, n_steps)
-    t0 = time.perf_counter()
-    lowered_b = fb.lower()
-    cb = lowered_b.compile()
-    out["compile brainx"] = time.perf_counter() - t0
+    compiled = {}
+    for name, model_b in (("brainx", net), ("brainx1", net1)):
+        t0 = time.perf_counter()
+        lowered = brainx_run(model_b, n_steps).lower()
+        compiled[name] = (lowered, lowered.compile())
+        out[f"compile {name}"] = time.perf_counter() - t0
     fh = hand_run(model, n_steps)
     t0 = time.perf_counter()
     lowered_h = fh.lower(state)
     ch = lowered_h.compile()
     out["compile hand"] = time.perf_counter() - t0
-    for name, lowered, compiled in (("brainx", lowered_b, cb), ("hand", lowered_h, ch)):
-        counts = hlo_counts(compiled)
+    compiled["hand"] = (lowered_h, ch)
+    for name, (lowered, exe) in compiled.items():
+        counts = hlo_counts(exe)
         out[f"ops {name}"] = stablehlo_ops(lowered)
         out[f"step {name}"] = counts["loops"][0] if counts["loops"] else counts["total"]
-        out[f"temp {name}"] = temp_mib(compiled)
+        out[f"temp {name}"] = temp_mib(exe)
+    cb, cb1 = compiled["brainx"][1], compiled["brainx1"][1]
 
     # the rates over every run (the first from the same start): the network is chaotic, so
     # the two drift apart spike by spike and only their statistics can agree
-    counts = {"brainx": [], "hand": []}
+    counts = {"brainx": [], "brainx1": [], "hand": []}
     holder = {"state": state}
 
     def run_brainx():
         counts["brainx"].append(jax.block_until_ready(cb()))
 
+    def run_brainx1():
+        counts["brainx1"].append(jax.block_until_ready(cb1()))
+
     def run_hand():
         holder["state"], spikes = ch(holder["state"])
         counts["hand"].append(jax.block_until_ready(spikes))
 
-    run_brainx(), run_hand()
-    times = interleaved({"brainx": run_brainx, "hand": run_hand}, rounds)
-    for name in ("brainx", "hand"):
+    run_brainx(), run_brainx1(), run_hand()
+    times = interleaved({"brainx": run_brainx, "brainx1": run_brainx1, "hand": run_hand}, rounds)
+    for name in ("brainx", "brainx1", "hand"):
         out[f"run {name}"], out[f"min {name}"] = times[name]
         spikes = sum(float(np.asarray(c).sum()) for c in counts[name])
         out[f"rate {name}"] = spikes / n / (len(counts[name]) * n_steps * DT * 1e-3)
@@ -328,8 +341,10 @@ def main(argv=None):
     warm_up()
     for n in args.sizes:
         r = measure(n, n_steps, args.rounds)
-        for name in ("brainx", "hand"):
-            print(f"{n} {name:6s} | {r['build ' + name]:.3f} | {r['conn ' + name]:.3f} | "
+        r["build brainx1"], r["conn brainx1"], r["rebuild brainx1"] = (
+            r["build brainx"], r["conn brainx"], r["rebuild brainx"])   # the same network
+        for name in ("brainx", "brainx1", "hand"):
+            print(f"{n} {name:7s} | {r['build ' + name]:.3f} | {r['conn ' + name]:.3f} | "
                   f"{r['rebuild ' + name]:.3f} | "
                   f"{r['compile ' + name]:.2f} | "
                   f"{r['run ' + name]:.3f} ({r['min ' + name]:.3f}) | {r['ops ' + name]} | "
@@ -340,6 +355,10 @@ def main(argv=None):
               f"{r['build brainx'] / r['build hand']:.2f}x, instructions per step "
               f"{r['step brainx'] / r['step hand']:.3f}x, rates differ by "
               f"{abs(r['rate brainx'] / r['rate hand'] - 1):.1%}")
+        print(f"{n} brainx1 / hand: run {r['run brainx1'] / r['run hand']:.3f}x "
+              f"(min {r['min brainx1'] / r['min hand']:.3f}x), instructions per step "
+              f"{r['step brainx1'] / r['step hand']:.3f}x, rates differ by "
+              f"{abs(r['rate brainx1'] / r['rate hand'] - 1):.1%}")
         if args.profile:
             for part, value in profile(n, min(n_steps, 2000), max(args.rounds, 5)).items():
                 shown = (f"{value[0]:.1f}, {value[1]:.1f}" if isinstance(value, tuple)

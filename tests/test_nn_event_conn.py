@@ -178,6 +178,23 @@ def test_gradient_of_a_shared_weight_is_the_sum_over_synapses(backend, target, r
     np.testing.assert_allclose(g, synapse_grad(layer, np.asarray(gD)), rtol=1e-4)
 
 
+@pytest.mark.parametrize("backend_name", ["jax_raw", pytest.param("numba", marks=needs_numba)])
+@pytest.mark.parametrize("batch", [3, 4, 5])
+def test_a_batch_as_large_as_the_postsynaptic_size_is_right(backend_name, batch):
+    """brainevent 0.2.1 gets ``spikes @ FixedNumPerPre`` wrong when the batch has as many
+    rows as the matrix has columns (4 here); the layer must not."""
+    layer = nn.EventFixedProb(6, 4, 3, 1.25, seed=2, backend=backend_name)
+    s = spikes((batch, 6), 0.5, seed=batch)
+    D = dense_of(layer)
+    np.testing.assert_allclose(layer(s), np.asarray(s, float) @ D, rtol=1e-6)
+    np.testing.assert_allclose(layer(s.astype(jnp.float32)), np.asarray(s, float) @ D, rtol=1e-6)
+    g = brainx.transform.grad(lambda: loss_through(layer(s.astype(jnp.float32))),
+                              grad_states=layer.weight)()
+    gD = jax.grad(lambda D: loss_through(jnp.asarray(s, jnp.float32) @ D))(
+        jnp.asarray(D, jnp.float32))
+    np.testing.assert_allclose(g, synapse_grad(layer, np.asarray(gD)), rtol=1e-4)
+
+
 # -- inside brainx transforms -----------------------------------------------------------
 
 def test_jit_for_loop_and_vmap_of_batched_spikes(backend):

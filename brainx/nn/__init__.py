@@ -76,6 +76,7 @@ from brainx.nn.dynamics.synouts import COBA, CUBA, SynOut
 # connectivity between populations
 from brainx.nn.connectivity.event_backend import get_event_backend, set_event_backend, use_event_backend
 from brainx.nn.connectivity.event_conn import EventFixedNumConn, EventFixedProb, FixedNumConn
+from brainx.nn.connectivity.event_group import EventFixedProbGroup
 from brainx.nn.connectivity.event_linear import EventLinear
 from brainx.nn.connectivity.sparse_linear import SparseLinear
 
@@ -124,7 +125,8 @@ __all__ = [
     "Delay", "DelayAccess", "StateWithDelay", "Prefetch", "PrefetchDelay", "PrefetchDelayAt",
     "OutputDelayAt", "init_maybe_prefetch", "receive_update_input", "not_receive_update_input",
     "receive_update_output", "not_receive_update_output", "hooks",
-    "FixedNumConn", "EventFixedNumConn", "EventFixedProb", "EventLinear", "SparseLinear",
+    "FixedNumConn", "EventFixedNumConn", "EventFixedProb", "EventFixedProbGroup", "EventLinear",
+    "SparseLinear",
     "event_backend", "set_event_backend", "get_event_backend", "use_event_backend",
     "Param", "Const", "Transform", "IdentityT", "SoftplusT", "NegSoftplusT", "ExpT", "LogT",
     "SigmoidT", "TanhT", "SoftsignT", "ClipT", "AffineT", "ChainT", "PositiveT", "NegativeT",

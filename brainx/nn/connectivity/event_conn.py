@@ -288,7 +288,7 @@ def _event_product(x, conn):
     be = load_brainevent("EventFixedProb")
     x = jnp.asarray(x)
     if x.dtype == jnp.bool_ or not jnp.issubdtype(x.dtype, jnp.floating):
-        return be.BinaryArray(x) @ conn
+        return _binary_product(be, x, conn)
     unit = u.get_unit(conn.data)
     events = bools_behind(x)
     if events is None:
@@ -299,7 +299,7 @@ def _event_product(x, conn):
 
     @jax.custom_jvp
     def product(x, events, weights):
-        return be.BinaryArray(events) @ matrix(weights)
+        return _binary_product(be, events, matrix(weights))
 
     def product_jvp(primals, tangents):
         x, events, weights = primals
@@ -309,10 +309,24 @@ def _event_product(x, conn):
         if type(tx) is not SymbolicZero:
             terms.append(tx @ matrix(weights))                     # d(x @ W) / dx
         if type(tw) is not SymbolicZero:
-            terms.append(be.BinaryArray(events) @ matrix(tw))       # d / dW: the same events
+            terms.append(_binary_product(be, events, matrix(tw)))  # d / dW: the same events
         if not terms:
             return out, jax.tree.map(jnp.zeros_like, out)
         return out, functools.reduce(lambda a, b: a + b, terms)
 
     product.defjvp(product_jvp, symbolic_zeros=True)
     return product(x, events, u.get_mantissa(conn.data))
+
+
+def _binary_product(be, events, conn):
+    """``events @ conn`` for boolean ``events`` of shape ``(n_pre,)`` or ``(batch, n_pre)``.
+
+    brainevent 0.2.1 (both backends) returns a wrong product of a
+    ``FixedNumPerPre`` matrix with a batch of as many spike vectors as the
+    matrix has columns (``batch == n_post``); one vector at a time
+    (``jax.vmap``) is right, so such a batch goes that way.
+    """
+    if (events.ndim == 2 and isinstance(conn, be.FixedNumPerPre)
+            and events.shape[0] == conn.shape[1]):
+        return jax.vmap(lambda row: be.BinaryArray(row) @ conn)(events)
+    return be.BinaryArray(events) @ conn
