@@ -49,6 +49,10 @@ class EventFixedProbGroup(Module):
     name : str, optional
         A label for ``repr``.
 
+    The group keeps its own copy of the layers' target indices, as one
+    ``(n, conn_num)`` array (the layers keep theirs, and still work alone): the
+    connectivity's memory doubles while both are alive.
+
     Calling the group with spikes of shape ``(..., n)`` returns one output per
     layer, as ``layer(spikes[..., its slice])`` would give it (the same sum
     over the same synapses, as one product ``weight * count`` instead of
