@@ -105,8 +105,10 @@ def test_what_cannot_be_grouped_is_refused_with_the_reason():
     per_synapse = nn.EventFixedProb(4, 6, 3, nn.init.Normal(), seed=2)
     with pytest.raises(ValueError, match="layer 1 .*one weight per synapse"):
         nn.EventFixedProbGroup(exc, per_synapse)
-    with pytest.raises(ValueError, match="different conn_num"):
-        nn.EventFixedProbGroup(exc, nn.EventFixedProb(4, 6, 2, 1.0, seed=1))
+    with pytest.raises(ValueError, match="layer 1 reads 4 neurons"):
+        nn.EventFixedProbGroup(exc, inh, pre=[(0, 7), (7, 10)])
+    with pytest.raises(ValueError, match="2 parts for 1 layers"):
+        nn.EventFixedProbGroup(exc, pre=[(0, 7), (0, 7)])
     with pytest.raises(ValueError, match="compressed"):
         nn.EventFixedProbGroup(exc, nn.EventFixedProb(4, 6, 3, 1.0, afferent_ratio=0.5, seed=1))
     with pytest.raises(TypeError, match="not an EventFixedProb"):
@@ -116,3 +118,29 @@ def test_what_cannot_be_grouped_is_refused_with_the_reason():
     group = nn.EventFixedProbGroup(exc, inh)
     with pytest.raises(ValueError, match="11 entries"):
         group(spikes((10,)))
+
+
+@pytest.mark.parametrize("backend", ["jax_raw", pytest.param("numba", marks=needs_numba)])
+def test_four_projections_of_two_populations_share_their_rows(backend):
+    """E -> E, E -> I, I -> E, I -> I (different conn_num: short rows are padded), and a
+    part of the vector no layer reads: each output is its layer's, with one kernel call."""
+    n_e, n_i = 8, 4
+    specs = [((0, n_e), 6, 3, 0.5), ((0, n_e), 3, 2, 0.25),
+             ((n_e, n_e + n_i), 6, 4, -1.0), ((n_e, n_e + n_i), 3, 1, -2.0),
+             ((n_e + n_i + 2, n_e + n_i + 5), 6, 2, 3.0)]      # neurons 12, 13 read by none
+    group_layers = [nn.EventFixedProb(b - a, post, c, w, seed=k, backend=backend)
+                    for k, ((a, b), post, c, w) in enumerate(specs)]
+    group = nn.EventFixedProbGroup(*group_layers, pre=[p for p, *_ in specs])
+    s = spikes((3, 17), seed=5)
+    outs = group(s)
+    for out, layer, ((a, b), *_) in zip(outs, group_layers, specs):
+        np.testing.assert_allclose(out, layer(s[:, a:b]), rtol=1e-6, atol=1e-6)
+    x = s[1].astype(jnp.float32)
+    weights = [layer.weight for layer in group_layers]
+    gw, gx = brainx.transform.grad(lambda x: loss(group(x)), grad_states=weights, argnums=0)(x)
+    gw_ref, gx_ref = brainx.transform.grad(
+        lambda x: loss([layer(x[a:b]) for layer, ((a, b), *_) in zip(group_layers, specs)]),
+        grad_states=weights, argnums=0)(x)
+    np.testing.assert_allclose(gx, gx_ref, rtol=1e-5, atol=1e-6)
+    for g, ref in zip(gw, gw_ref):
+        np.testing.assert_allclose(g, ref, rtol=1e-5, atol=1e-6)

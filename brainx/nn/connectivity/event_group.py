@@ -1,15 +1,15 @@
 """Several event projections from one spike vector, run as one kernel call.
 
-A network whose neurons are one population often projects from consecutive
-slices of its spike vector: a COBA network's excitatory neurons
-``spikes[:n_exc]`` drive one conductance, its inhibitory ones
-``spikes[n_exc:]`` another. Written as two :class:`EventFixedProb` layers,
-each step makes two brainevent calls, and at a few thousand neurons the fixed
-cost of a call (tens of microseconds on CPU) is most of the step.
-:class:`EventFixedProbGroup` makes them one: the layers' synapses become the
-rows of one matrix whose columns are their targets side by side, the kernel
-counts the events reaching each target once, and each layer's share is scaled
-by its own weight.
+A spiking network's projections often read one spike vector: a COBA network's
+excitatory neurons ``spikes[:n_exc]`` drive one conductance and its inhibitory
+ones ``spikes[n_exc:]`` another; in a four-projection E/I network each
+population projects to both. Written as separate :class:`EventFixedProb`
+layers, each step makes one brainevent call per projection, and at a few
+thousand neurons the fixed cost of a call (tens of microseconds on CPU) is
+most of the step. :class:`EventFixedProbGroup` makes them one: each neuron's
+row of one matrix holds the synapses of every layer that reads it, the
+layers' targets side by side in column blocks; the kernel counts the events
+reaching each target once, and each block is scaled by its layer's weight.
 
 That scaling is exact only for a weight shared by every synapse of a layer
 (``conn_weight`` a scalar), which is what the group takes; the weights stay
@@ -33,35 +33,42 @@ __all__ = ["EventFixedProbGroup"]
 
 
 class EventFixedProbGroup(Module):
-    """Event projections from consecutive slices of one spike vector, in one kernel call.
+    """Event projections from one spike vector, in one kernel call.
 
     Parameters
     ----------
     *layers : EventFixedProb
-        The projections, in the order of the slices they read: the first reads
-        the first ``layers[0].in_size[-1]`` entries of the spike vector, the next
-        the entries after those, and so on; together they read all of it. Each
-        must store one weight shared by every synapse (a scalar ``conn_weight``),
-        ``efferent_target="post"`` and ``afferent_ratio=1``, and all the same
-        ``conn_num``.
+        The projections. Each must store one weight shared by every synapse (a
+        scalar ``conn_weight``), with ``efferent_target="post"`` and
+        ``afferent_ratio=1``.
+    pre : sequence of slices, optional
+        The part of the spike vector each layer reads (``slice`` or
+        ``(start, stop)``), one per layer, each as long as its layer's input.
+        Layers may read the same part (two projections of one population) or
+        different ones. ``None``: consecutive parts, the first layer reading the
+        first ``layers[0].in_size[-1]`` entries, the next the entries after them.
     backend : str, optional
         brainevent backend of the fused call (``None``: the first layer's).
     name : str, optional
         A label for ``repr``.
 
-    The group keeps its own copy of the layers' target indices, as one
-    ``(n, conn_num)`` array (the layers keep theirs, and still work alone): the
-    connectivity's memory doubles while both are alive.
+    Calling the group with spikes of shape ``(..., n)``, ``n`` the end of the
+    last part, returns one output per layer, as ``layer(spikes[..., its part])``
+    would give it (the same sum over the same synapses, as one product
+    ``weight * count`` instead of ``count`` additions of ``weight``), with one
+    brainevent call. Gradients with respect to float spikes (a surrogate) and
+    to each layer's weight are those of the separate layers.
 
-    Calling the group with spikes of shape ``(..., n)`` returns one output per
-    layer, as ``layer(spikes[..., its slice])`` would give it (the same sum
-    over the same synapses, as one product ``weight * count`` instead of
-    ``count`` additions of ``weight``), with one brainevent call. Gradients
-    with respect to float spikes (a surrogate) and to each layer's weight are
-    those of the separate layers.
+    Each neuron's row of the fused matrix holds the synapses of every layer that
+    reads it; rows with fewer than the most are padded with synapses to a column
+    nobody reads (what a spike of theirs costs the kernel). The group keeps its
+    own copy of the layers' target indices (the layers keep theirs, and still
+    work alone): the connectivity's memory doubles while both are alive.
 
     Examples
     --------
+    Two populations, each projecting to one target (consecutive parts):
+
     >>> import jax.numpy as jnp, brainx
     >>> exc = brainx.nn.EventFixedProb(3, 5, conn_num=2, conn_weight=0.5, seed=0)
     >>> inh = brainx.nn.EventFixedProb(2, 5, conn_num=2, conn_weight=-2.0, seed=1)
@@ -70,49 +77,92 @@ class EventFixedProbGroup(Module):
     >>> g_exc, g_inh = both(spikes)
     >>> bool(jnp.allclose(g_exc, exc(spikes[:3]))), bool(jnp.allclose(g_inh, inh(spikes[3:])))
     (True, True)
+
+    One population projecting to two targets (the same part):
+
+    >>> to_a = brainx.nn.EventFixedProb(3, 4, conn_num=2, conn_weight=1.0, seed=2)
+    >>> to_b = brainx.nn.EventFixedProb(3, 6, conn_num=3, conn_weight=0.1, seed=3)
+    >>> fan = brainx.nn.EventFixedProbGroup(to_a, to_b, pre=[(0, 3), (0, 3)])
+    >>> [o.shape for o in fan(spikes[:3])]
+    [(4,), (6,)]
     """
 
-    def __init__(self, *layers: EventFixedNumConn, backend=None, name=None):
+    def __init__(self, *layers: EventFixedNumConn, pre=None, backend=None, name=None):
         super().__init__(name=name)
         if not layers:
             raise ValueError("EventFixedProbGroup: give at least one EventFixedProb layer.")
         for k, layer in enumerate(layers):
             _check_groupable(k, layer)
-        conn_nums = {layer.conn_num for layer in layers}
-        if len(conn_nums) > 1:
-            raise ValueError(
-                "EventFixedProbGroup: the layers have different conn_num "
-                f"({[layer.conn_num for layer in layers]}); one kernel call needs the same "
-                "number of synapses in every row. Group only layers with equal conn_num.")
         self.layers = list(layers)
-        self.n_pre = sum(layer.in_size[-1] for layer in layers)
+        self.pre = _parts(layers, pre)
+        self.n_pre = max(part.stop for part in self.pre)
         posts = [layer.out_size[-1] for layer in layers]
         self.bounds: Tuple[int, ...] = tuple(np.cumsum([0] + posts).tolist())
-        # the synapses of every layer as rows of one matrix, each layer's targets shifted
-        # into its own block of columns; weight 1: the kernel counts events per target
-        indices = np.concatenate([np.asarray(layer.indices) + start
-                                  for layer, start in zip(layers, self.bounds)])
+        indices = _fused_rows(layers, self.pre, self.bounds, self.n_pre)
         be = load_brainevent(type(self).__name__)
         backend = layers[0].backend if backend is None else backend
-        self.conn = be.FixedNumPerPre(jnp.float32(1.0), jax.device_put(indices.astype(np.int32)),
-                                      shape=(self.n_pre, self.bounds[-1]), backend=backend)
+        # weight 1: the kernel counts the events reaching each target; the last column is
+        # the padding's, read by no layer
+        self.conn = be.FixedNumPerPre(jnp.float32(1.0), jax.device_put(indices),
+                                      shape=(self.n_pre, self.bounds[-1] + 1), backend=backend)
 
     def update(self, spikes) -> Tuple:
         """One output per layer, from one brainevent call over the whole spike vector."""
         shape = tuple(jnp.shape(spikes))
         if not shape or shape[-1] != self.n_pre:
             raise ValueError(f"EventFixedProbGroup: the spikes' last axis must have {self.n_pre} "
-                             f"entries (the layers' presynaptic sizes together), got shape {shape}.")
+                             f"entries (up to the end of the last layer's part), got shape "
+                             f"{shape}.")
         flat = spikes if len(shape) <= 2 else u.math.reshape(spikes, (-1, self.n_pre))
         counts = _event_product(u.get_mantissa(flat), self.conn)
         if len(shape) > 2:
-            counts = jnp.reshape(counts, shape[:-1] + (self.bounds[-1],))
+            counts = jnp.reshape(counts, shape[:-1] + (self.bounds[-1] + 1,))
         outs = []
         for layer, start, stop in zip(self.layers, self.bounds, self.bounds[1:]):
             weight = layer.weight.value
             part = counts[..., start:stop]
             outs.append(u.maybe_decimal(part.astype(u.get_mantissa(weight).dtype) * weight))
         return tuple(outs)
+
+
+def _parts(layers, pre) -> Tuple[slice, ...]:
+    """Each layer's part of the spike vector, checked against its input size."""
+    sizes = [layer.in_size[-1] for layer in layers]
+    if pre is None:
+        stops = np.cumsum(sizes).tolist()
+        return tuple(slice(b - n, b) for n, b in zip(sizes, stops))
+    pre = list(pre)
+    if len(pre) != len(layers):
+        raise ValueError(f"EventFixedProbGroup: pre gives {len(pre)} parts for {len(layers)} "
+                         "layers; give one part (a slice or (start, stop)) per layer.")
+    parts = []
+    for k, (part, n) in enumerate(zip(pre, sizes)):
+        start, stop = (part.start, part.stop) if isinstance(part, slice) else part
+        start = 0 if start is None else int(start)
+        if stop is None or int(stop) - start != n or start < 0:
+            raise ValueError(f"EventFixedProbGroup: layer {k} reads {n} neurons, but its part "
+                             f"of the spike vector is {part!r}; give (start, start + {n}).")
+        parts.append(slice(start, int(stop)))
+    return tuple(parts)
+
+
+def _fused_rows(layers, parts, bounds, n_pre) -> np.ndarray:
+    """``(n_pre, width)`` targets: for each neuron, the synapses of every layer reading it,
+    each layer's targets shifted into its column block; short rows padded with the
+    unread column ``bounds[-1]``."""
+    cuts = sorted({0, n_pre, *(p.start for p in parts), *(p.stop for p in parts)})
+    segments = []
+    for a, b in zip(cuts, cuts[1:]):   # neurons [a, b) are read by the same layers
+        blocks = [np.asarray(layer.indices)[a - part.start:b - part.start] + offset
+                  for layer, part, offset in zip(layers, parts, bounds)
+                  if part.start <= a and b <= part.stop]
+        segments.append(np.concatenate(blocks, axis=1) if blocks
+                        else np.zeros((b - a, 0), np.int32))
+    width = max(1, max(seg.shape[1] for seg in segments))
+    rows = np.full((n_pre, width), bounds[-1], np.int32)
+    for (a, b), seg in zip(zip(cuts, cuts[1:]), segments):
+        rows[a:b, :seg.shape[1]] = seg
+    return rows
 
 
 def _check_groupable(k: int, layer) -> None:
