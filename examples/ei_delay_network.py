@@ -15,7 +15,9 @@ The projections are event-driven: ``brainx.nn.EventFixedProb`` draws, for
 each presynaptic neuron, ``p * n`` random targets once, stores only those
 synapses, and at every step adds up the weights of the rows whose neuron
 spiked 1.5 ms earlier (the delayed spikes are its events; see
-docs/event-driven.md). One second of model time (10 000 steps of 0.1 ms)
+docs/event-driven.md). ``brainx.nn.EventFixedProbGroup`` runs the two
+projections, which read the excitatory and the inhibitory part of one spike
+vector, as one kernel call a step. One second of model time (10 000 steps of 0.1 ms)
 runs in one ``brainx.transform.for_loop`` with a progress bar; the example
 prints the mean firing rates and saves a raster plot and the population
 rates.
@@ -66,6 +68,8 @@ class COBANet(nn.Module):
                                      backend=backend)
         self.inh = nn.EventFixedProb(n_inh, n, conn_num=p, conn_weight=67.0 * u.nS, seed=seed + 1,
                                      backend=backend)
+        # both projections read one spike vector (E first, then I): one kernel call a step
+        self.synapses = nn.EventFixedProbGroup(self.exc, self.inh)
         self.g_exc = nn.Expon(n, tau=5.0 * u.ms, g_initializer=0.0 * u.nS)
         self.g_inh = nn.Expon(n, tau=10.0 * u.ms, g_initializer=0.0 * u.nS)
         self.out_exc, self.out_inh = nn.COBA(E=0.0 * u.mV), nn.COBA(E=-80.0 * u.mV)
@@ -74,8 +78,9 @@ class COBANet(nn.Module):
 
     def update(self, bias):
         spikes = self.spikes_late() > 0                              # the delayed events
-        self.out_exc.bind_cond(self.g_exc(self.exc(spikes[..., :self.n_exc])))
-        self.out_inh.bind_cond(self.g_inh(self.inh(spikes[..., self.n_exc:])))
+        to_exc, to_inh = self.synapses(spikes)                       # E rows, then I rows
+        self.out_exc.bind_cond(self.g_exc(to_exc))
+        self.out_inh.bind_cond(self.g_inh(to_inh))
         return self.neurons(bias)
 
 
