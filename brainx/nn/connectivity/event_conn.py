@@ -88,8 +88,8 @@ def _host_rng(seed: Optional[int]) -> np.random.RandomState:
 
 
 def _draw_indices(rng, n_rows, n_cols, conn_num, allow_multi_conn) -> np.ndarray:
-    if allow_multi_conn:
-        return rng.randint(0, n_cols, size=(n_rows, conn_num)).astype(np.int32)
+    if allow_multi_conn:  # drawn as int32 directly: the same numbers as int64, no copy
+        return rng.randint(0, n_cols, size=(n_rows, conn_num), dtype=np.int32)
     if conn_num > n_cols:
         raise ValueError(f"allow_multi_conn=False: cannot draw {conn_num} distinct targets out of "
                          f"{n_cols}; lower conn_num or allow repeated connections.")
