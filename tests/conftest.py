@@ -24,6 +24,7 @@ SAMPLED_FILES = {
     "test_promotion_and_paths.py": 2,
     "test_transform_checks.py": 2,
     "test_nn_layers_basic.py": 2,
+    "test_nn_event_group.py": 2,
 }
 
 
