@@ -109,6 +109,9 @@ def test_what_cannot_be_grouped_is_refused_with_the_reason():
         nn.EventFixedProbGroup(exc, inh, pre=[(0, 7), (7, 10)])
     with pytest.raises(ValueError, match="2 parts for 1 layers"):
         nn.EventFixedProbGroup(exc, pre=[(0, 7), (0, 7)])
+    for bad in (slice(0, 14, 2), (0, 7, 1), 7):               # stepped, three numbers, no pair
+        with pytest.raises(ValueError, match="layer 0 reads 7 neurons"):
+            nn.EventFixedProbGroup(exc, pre=[bad])
     with pytest.raises(ValueError, match="compressed"):
         nn.EventFixedProbGroup(exc, nn.EventFixedProb(4, 6, 3, 1.0, afferent_ratio=0.5, seed=1))
     with pytest.raises(TypeError, match="not an EventFixedProb"):
@@ -144,3 +147,14 @@ def test_four_projections_of_two_populations_share_their_rows(backend):
     np.testing.assert_allclose(gx, gx_ref, rtol=1e-5, atol=1e-6)
     for g, ref in zip(gw, gw_ref):
         np.testing.assert_allclose(g, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_a_single_weight_stored_with_axes_gives_the_layers_shape():
+    """One presynaptic neuron and one synapse: an initialiser stores the weight as (1, 1)."""
+    one = nn.EventFixedProb(1, 4, 1, nn.init.Constant(2.0), seed=0, backend="jax_raw")
+    other = nn.EventFixedProb(2, 4, 1, 0.5, seed=1, backend="jax_raw")
+    assert one.weight.value.shape == (1, 1)
+    s = jnp.array([True, True, False])
+    out_one, out_other = nn.EventFixedProbGroup(one, other)(s)
+    assert out_one.shape == one(s[:1]).shape == (4,)
+    np.testing.assert_allclose(out_one, one(s[:1]))

@@ -126,3 +126,27 @@ def test_numba_backend_matches_the_dense_layers():
         D = csr_pair(np.random.RandomState(1))
         sparse = nn.SparseLinear(brainevent.CSR.fromdense(jnp.asarray(D)))
         np.testing.assert_allclose(sparse(jnp.asarray(S[0])), S[0] @ D, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["FixedNumPerPre", "FixedNumPerPost"])
+@pytest.mark.parametrize("batch", [2, 3])
+def test_sparse_linear_with_a_fixed_number_matrix_and_a_batch_of_its_width(fmt, batch):
+    """brainevent 0.2.1 gets bool spikes @ a fixed-number matrix wrong when the batch has as
+    many rows as the matrix has columns (3 here); SparseLinear must not."""
+    import brainevent
+    rng = np.random.RandomState(0)
+    n_pre, n_post, k = 5, 3, 2
+    if fmt == "FixedNumPerPre":
+        idx = rng.randint(0, n_post, (n_pre, k)).astype(np.int32)
+        pairs = (np.repeat(np.arange(n_pre), k), idx.ravel())
+    else:
+        idx = rng.randint(0, n_pre, (n_post, k)).astype(np.int32)
+        pairs = (idx.ravel(), np.repeat(np.arange(n_post), k))
+    mat = getattr(brainevent, fmt)(jnp.float32(2.0), jnp.asarray(idx), shape=(n_pre, n_post))
+    D = np.zeros((n_pre, n_post))
+    np.add.at(D, pairs, 2.0)
+    spikes = jnp.asarray(rng.rand(batch, n_pre) < 0.5)
+    layer = nn.SparseLinear(mat)
+    np.testing.assert_allclose(layer(spikes), np.asarray(spikes, float) @ D, rtol=1e-6)
+    np.testing.assert_allclose(layer(spikes.astype(jnp.float32)), np.asarray(spikes, float) @ D,
+                               rtol=1e-6)

@@ -321,12 +321,14 @@ def _event_product(x, conn):
 def _binary_product(be, events, conn):
     """``events @ conn`` for boolean ``events`` of shape ``(n_pre,)`` or ``(batch, n_pre)``.
 
-    brainevent 0.2.1 (both backends) returns a wrong product of a
-    ``FixedNumPerPre`` matrix with a batch of as many spike vectors as the
-    matrix has columns (``batch == n_post``); one vector at a time
-    (``jax.vmap``) is right, so such a batch goes that way.
+    brainevent 0.2.1 (both backends) returns a wrong product of a fixed-number
+    matrix (``FixedNumPerPre``, ``FixedNumPerPost``) with a batch of as many
+    spike vectors as the matrix has columns (``batch == n_post``: its kernel's
+    ``(n_post, batch)`` result is transposed only when that shape differs from
+    the expected one); one vector at a time (``jax.vmap``) is right, so such a
+    batch goes that way.
     """
-    if (events.ndim == 2 and isinstance(conn, be.FixedNumPerPre)
-            and events.shape[0] == conn.shape[1]):
+    fixed = (be.FixedNumPerPre, be.FixedNumPerPost)
+    if events.ndim == 2 and isinstance(conn, fixed) and events.shape[0] == conn.shape[1]:
         return jax.vmap(lambda row: be.BinaryArray(row) @ conn)(events)
     return be.BinaryArray(events) @ conn

@@ -119,7 +119,7 @@ class EventFixedProbGroup(Module):
             counts = jnp.reshape(counts, shape[:-1] + (self.bounds[-1] + 1,))
         outs = []
         for layer, start, stop in zip(self.layers, self.bounds, self.bounds[1:]):
-            weight = layer.weight.value
+            weight = u.math.reshape(layer.weight.value, ())   # one weight, stored (), (1,), ...
             part = counts[..., start:stop]
             outs.append(u.maybe_decimal(part.astype(u.get_mantissa(weight).dtype) * weight))
         return tuple(outs)
@@ -137,11 +137,14 @@ def _parts(layers, pre) -> Tuple[slice, ...]:
                          "layers; give one part (a slice or (start, stop)) per layer.")
     parts = []
     for k, (part, n) in enumerate(zip(pre, sizes)):
-        start, stop = (part.start, part.stop) if isinstance(part, slice) else part
+        bounds = ((part.start, part.stop) if isinstance(part, slice) and part.step in (None, 1)
+                  else tuple(part) if isinstance(part, (tuple, list)) and len(part) == 2 else None)
+        start, stop = (None, None) if bounds is None else bounds
         start = 0 if start is None else int(start)
         if stop is None or int(stop) - start != n or start < 0:
             raise ValueError(f"EventFixedProbGroup: layer {k} reads {n} neurons, but its part "
-                             f"of the spike vector is {part!r}; give (start, start + {n}).")
+                             f"of the spike vector is {part!r}; give a contiguous part, "
+                             f"(start, start + {n}) or slice(start, start + {n}).")
         parts.append(slice(start, int(stop)))
     return tuple(parts)
 

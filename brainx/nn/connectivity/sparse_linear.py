@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from brainx.nn.connectivity.event_backend import load_brainevent
+from brainx.nn.connectivity.event_conn import _binary_product
 from brainx.nn.init import param
 from brainx.nn.modules.module import Module
 from brainx.state.state import ParamState
@@ -85,8 +86,9 @@ class SparseLinear(Module):
         if self._coords is None:
             mat = self.spar_mat.with_data(params["weight"])
             if jnp.asarray(u.get_mantissa(x)).dtype == jnp.bool_:
-                x = load_brainevent("SparseLinear").BinaryArray(x)
-            y = x @ mat
+                y = _binary_product(load_brainevent("SparseLinear"), jnp.asarray(x), mat)
+            else:
+                y = x @ mat
         else:
             y = _coo_matmul(x, params["weight"], *self._coords, self.out_size[-1])
         if "bias" in params:
