@@ -150,3 +150,15 @@ def test_sparse_linear_with_a_fixed_number_matrix_and_a_batch_of_its_width(fmt, 
     np.testing.assert_allclose(layer(spikes), np.asarray(spikes, float) @ D, rtol=1e-6)
     np.testing.assert_allclose(layer(spikes.astype(jnp.float32)), np.asarray(spikes, float) @ D,
                                rtol=1e-6)
+
+
+
+@pytest.mark.parametrize("dtype", [bool, np.float32])
+def test_sparse_linear_with_a_brainevent_matrix_takes_several_batch_axes(dtype):
+    import brainevent
+    D = np.where(np.random.RandomState(2).rand(6, 4) < 0.5, 1.5, 0.0).astype(np.float32)
+    layer = nn.SparseLinear(brainevent.CSR.fromdense(jnp.asarray(D)))
+    x = (np.random.RandomState(3).rand(2, 3, 6) < 0.5).astype(dtype)
+    y = layer(jnp.asarray(x))
+    assert y.shape == (2, 3, 4)
+    np.testing.assert_allclose(y, np.asarray(x, float) @ D, rtol=1e-6)

@@ -85,10 +85,14 @@ class SparseLinear(Module):
         params = self.weight.value
         if self._coords is None:
             mat = self.spar_mat.with_data(params["weight"])
-            if jnp.asarray(u.get_mantissa(x)).dtype == jnp.bool_:
-                y = _binary_product(load_brainevent("SparseLinear"), jnp.asarray(x), mat)
+            shape = tuple(jnp.shape(x))   # brainevent multiplies one vector or one matrix
+            flat = x if len(shape) <= 2 else u.math.reshape(x, (-1, shape[-1]))
+            if jnp.asarray(u.get_mantissa(flat)).dtype == jnp.bool_:
+                y = _binary_product(load_brainevent("SparseLinear"), jnp.asarray(flat), mat)
             else:
-                y = x @ mat
+                y = flat @ mat
+            if len(shape) > 2:
+                y = u.math.reshape(y, shape[:-1] + (y.shape[-1],))
         else:
             y = _coo_matmul(x, params["weight"], *self._coords, self.out_size[-1])
         if "bias" in params:
