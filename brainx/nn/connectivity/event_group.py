@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from brainx.nn.connectivity.event_backend import load_brainevent
-from brainx.nn.connectivity.event_conn import EventFixedNumConn, _event_product
+from brainx.nn.connectivity.event_conn import EventFixedNumConn, _matmul_last_axis
 from brainx.nn.modules.module import Module
 
 __all__ = ["EventFixedProbGroup"]
@@ -108,15 +108,7 @@ class EventFixedProbGroup(Module):
 
     def update(self, spikes) -> Tuple:
         """One output per layer, from one brainevent call over the whole spike vector."""
-        shape = tuple(jnp.shape(spikes))
-        if not shape or shape[-1] != self.n_pre:
-            raise ValueError(f"EventFixedProbGroup: the spikes' last axis must have {self.n_pre} "
-                             f"entries (up to the end of the last layer's part), got shape "
-                             f"{shape}.")
-        flat = spikes if len(shape) <= 2 else u.math.reshape(spikes, (-1, self.n_pre))
-        counts = _event_product(u.get_mantissa(flat), self.conn)
-        if len(shape) > 2:
-            counts = jnp.reshape(counts, shape[:-1] + (self.bounds[-1] + 1,))
+        counts = _matmul_last_axis(spikes, self.conn, True, type(self).__name__, self.n_pre)
         outs = []
         for layer, start, stop in zip(self.layers, self.bounds, self.bounds[1:]):
             weight = u.math.reshape(layer.weight.value, ())   # one weight, stored (), (1,), ...
@@ -137,9 +129,12 @@ def _parts(layers, pre) -> Tuple[slice, ...]:
                          "layers; give one part (a slice or (start, stop)) per layer.")
     parts = []
     for k, (part, n) in enumerate(zip(pre, sizes)):
-        bounds = ((part.start, part.stop) if isinstance(part, slice) and part.step in (None, 1)
-                  else tuple(part) if isinstance(part, (tuple, list)) and len(part) == 2 else None)
-        start, stop = (None, None) if bounds is None else bounds
+        if isinstance(part, slice) and part.step in (None, 1):
+            start, stop = part.start, part.stop
+        elif isinstance(part, (tuple, list)) and len(part) == 2:
+            start, stop = part
+        else:                                   # stepped, or not a pair: refused below
+            start, stop = None, None
         start = 0 if start is None else int(start)
         if stop is None or int(stop) - start != n or start < 0:
             raise ValueError(f"EventFixedProbGroup: layer {k} reads {n} neurons, but its part "
@@ -154,10 +149,11 @@ def _fused_rows(layers, parts, bounds, n_pre) -> np.ndarray:
     each layer's targets shifted into its column block; short rows padded with the
     unread column ``bounds[-1]``."""
     cuts = sorted({0, n_pre, *(p.start for p in parts), *(p.stop for p in parts)})
+    targets = [np.asarray(layer.indices) for layer in layers]   # one host copy each
     segments = []
     for a, b in zip(cuts, cuts[1:]):   # neurons [a, b) are read by the same layers
-        blocks = [np.asarray(layer.indices)[a - part.start:b - part.start] + offset
-                  for layer, part, offset in zip(layers, parts, bounds)
+        blocks = [idx[a - part.start:b - part.start] + offset
+                  for idx, part, offset in zip(targets, parts, bounds)
                   if part.start <= a and b <= part.stop]
         segments.append(np.concatenate(blocks, axis=1) if blocks
                         else np.zeros((b - a, 0), np.int32))

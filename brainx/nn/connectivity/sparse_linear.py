@@ -25,8 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from brainx.nn.connectivity.event_backend import load_brainevent
-from brainx.nn.connectivity.event_conn import _binary_product
+from brainx.nn.connectivity.event_conn import _matmul_last_axis
 from brainx.nn.init import param
 from brainx.nn.modules.module import Module
 from brainx.state.state import ParamState
@@ -85,14 +84,8 @@ class SparseLinear(Module):
         params = self.weight.value
         if self._coords is None:
             mat = self.spar_mat.with_data(params["weight"])
-            shape = tuple(jnp.shape(x))   # brainevent multiplies one vector or one matrix
-            flat = x if len(shape) <= 2 else u.math.reshape(x, (-1, shape[-1]))
-            if jnp.asarray(u.get_mantissa(flat)).dtype == jnp.bool_:
-                y = _binary_product(load_brainevent("SparseLinear"), jnp.asarray(flat), mat)
-            else:
-                y = flat @ mat
-            if len(shape) > 2:
-                y = u.math.reshape(y, shape[:-1] + (y.shape[-1],))
+            spikes = jnp.asarray(u.get_mantissa(x)).dtype == jnp.bool_
+            y = _matmul_last_axis(x, mat, spikes, "SparseLinear", self.in_size[-1])
         else:
             y = _coo_matmul(x, params["weight"], *self._coords, self.out_size[-1])
         if "bias" in params:
