@@ -104,9 +104,12 @@ class JittedFunction:
         if sharing is not None:
             shared = sharing.register(self, key, dyn_args, dyn_kwargs, sig)
             if shared is not None:
+                shared.prime(dyn_args, dyn_kwargs)
                 return self._file(key, shared)
         valid = entry is not None and entry.epoch == _EPOCH[0] and entry.values() is not None
-        return self._file(key, JitEntry(self, [sig], previous=entry if valid else None))
+        new = JitEntry(self, [sig], previous=entry if valid else None)
+        new.prime(dyn_args, dyn_kwargs)  # jax.jit lowers the trace just made, not a second one
+        return self._file(key, new)
 
     def _park(self, key, entry: JitEntry) -> None:
         """Set aside an entry traced under other settings (``brainx.environ``) for when they return."""

@@ -30,6 +30,7 @@ from brainx.state.refs import StateRef
 from brainx.transform.compiled.instance_sharing import GraphDefinition, graph_definition
 from brainx.transform.core.jaxpr_builder import abstractify
 from brainx.transform.core.jaxpr_equal import jaxprs_equal
+from brainx.transform.compiled.jit_prime import prime
 from brainx.transform.compiled.jit_sharding import compile_pure
 from brainx.transform.core.stateful import (
     RetraceNeeded, StateSignature, as_input, has_static_leaves,
@@ -59,10 +60,11 @@ class JitEntry:
 
     __slots__ = ("plans", "index", "write_pos", "refs", "write_refs", "n_written", "jitted",
                  "epoch", "static", "stateful", "shared", "plain", "fast", "env_reads",
-                 "env_version", "__weakref__")
+                 "env_version", "pure", "__weakref__")
 
     def __init__(self, owner: Any, sigs: Sequence[StateSignature],
-                 previous: Optional["JitEntry"] = None, jitted: Optional[Callable] = None):
+                 previous: Optional["JitEntry"] = None, jitted: Optional[Callable] = None,
+                 pure: Optional[Callable] = None):
         index: Dict[Any, int] = {}
         written: Dict[Any, None] = {}
         if previous is not None:  # keep its traces: the union of their states and the new ones
@@ -104,8 +106,10 @@ class JitEntry:
         for sig in sigs:
             self.add(sig)
         # A jitted function shared between instances (see InstanceSharing) runs one trace only.
+        # (``pure``: the function it compiles, which evaluates the one trace.)
         self.shared = jitted is not None
-        self.jitted = jitted or compile_pure(self._pure(), owner, states, write_states)
+        self.pure = pure if self.shared else self._pure()
+        self.jitted = jitted or compile_pure(self.pure, owner, states, write_states)
 
     @property
     def states(self) -> Tuple[Any, ...]:
@@ -175,6 +179,20 @@ class JitEntry:
         self.static = any(has_static_leaves(r()._value) for r in self.refs
                           if not isinstance(r()._value, jax.Array))
 
+    def prime(self, dyn_args: tuple, dyn_kwargs: dict) -> bool:
+        """Give ``jax.jit`` this entry's one trace for these arguments (see :mod:`.jit_prime`).
+
+        The first call then lowers the jaxpr discovery found instead of
+        tracing the pure function again. Returns whether it was given.
+        """
+        if self.pure is None or len(self.plans) != 1 or self.static:
+            return False
+        trace = self.plans[0][0]
+        values = self.values()
+        if values is None or len(trace.written_specs) != len(self.n_written):
+            return False
+        return prime(self.jitted, self.pure, trace, values, dyn_args, dyn_kwargs)
+
     def _pure(self) -> Callable:
         plans, n_written, stateful = self.plans, self.n_written, self.stateful
 
@@ -213,13 +231,13 @@ class JitEntry:
 class _Template:
     """A trace of one instance, and how to find the same states in another."""
 
-    __slots__ = ("sig_trace", "written", "read", "locators", "jitted", "method")
+    __slots__ = ("sig_trace", "written", "read", "locators", "jitted", "pure", "method")
 
     def __init__(self, sig: StateSignature, locators: List[tuple], jitted: Callable,
-                 method: Callable):
+                 pure: Callable, method: Callable):
         self.sig_trace, self.written, self.read = sig.trace, sig.written, sig.read
         self.locators = locators  # ("path", path) in the instance, or ("ref", weakref) outside it
-        self.jitted = jitted
+        self.jitted, self.pure = jitted, pure
         self.method = method  # whose module-level names the outside states must still be
 
     def signature_for(self, graph: GraphDefinition) -> Optional[StateSignature]:
@@ -276,7 +294,7 @@ class InstanceSharing:
         sig = template.signature_for(graph)
         if sig is None:
             return None
-        return JitEntry(owner, [sig], jitted=template.jitted)
+        return JitEntry(owner, [sig], jitted=template.jitted, pure=template.pure)
 
     def register(self, owner: Any, key, dyn_args: tuple, dyn_kwargs: dict,
                  sig: StateSignature) -> Optional[JitEntry]:
@@ -296,12 +314,12 @@ class InstanceSharing:
         locators = [("path", paths[id(s)]) if id(s) in paths else ("ref", StateRef(s))
                     for s in sig.states]
         # Owner None: the function serves every instance; whoever calls it handles its retrace.
-        jitted = compile_pure(owner.stateful.pure_of(sig.trace, owner=None, exact=True), owner,
-                              sig.states, sig.write_states)
-        self._templates[tkey] = _Template(sig, locators, jitted, owner.fun)
+        pure = owner.stateful.pure_of(sig.trace, owner=None, exact=True)
+        jitted = compile_pure(pure, owner, sig.states, sig.write_states)
+        self._templates[tkey] = _Template(sig, locators, jitted, pure, owner.fun)
         while len(self._templates) > self.max_templates:
             self._templates.popitem(last=False)
-        return JitEntry(owner, [sig], jitted=jitted)
+        return JitEntry(owner, [sig], jitted=jitted, pure=pure)
 
 
 def _all_global(states: Sequence[Any], method: Any) -> bool:

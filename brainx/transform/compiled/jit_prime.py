@@ -1,0 +1,163 @@
+"""Hand ``jax.jit`` the jaxpr a brainx trace found, so the pure function is not traced again.
+
+``transform.jit`` compiles ``pure(state_values, *args) -> (out, written)``,
+which evaluates the jaxpr that discovery traced (see
+:mod:`brainx.transform.core.stateful`). Left to itself, ``jax.jit`` traces
+``pure`` once more on its first call: it makes an input per state value,
+copies every equation of the found jaxpr into a new one, and flattens the
+outputs, about a fifth of a first call's tracing for a step with a thousand
+states. That jaxpr is, up to the order of its inputs, the one discovery
+already has.
+
+:func:`prime` builds it by renaming inputs, and files it in ``jax.jit``'s
+own parameter cache under the key the coming call will look up (function,
+jit options, argument signature, abstract values, mesh), exactly where
+``jax.jit`` files what its trace produced. The call then lowers that jaxpr
+with no trace; anything else (another argument type, another context) misses
+the cache and traces as usual.
+
+This reaches into ``jax._src.pjit``; JAX has no public way to give ``jax.jit``
+a jaxpr. It is done only where the parameters are plain (no shardings,
+layouts, devices or meshes: those go through JAX's own trace, which resolves
+them), and any change in JAX's private names turns it off for the process
+(:data:`AVAILABLE`), leaving JAX to trace as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import jax
+
+try:
+    from jax._src import api_util as _api_util
+    from jax._src import config as _config
+    from jax._src import core as _core
+    from jax._src import pjit as _pjit
+    from jax._src import tree_util as _tree_util
+    from jax._src.lib import jax_jit as _jax_jit
+    from jax._src.sharding_impls import UnspecifiedValue as _Unspecified
+    from jax._src.util import fun_name as _fun_name
+    AVAILABLE = all(hasattr(_pjit, name) for name in (
+        "_infer_params_cached", "get_ctx_mesh", "PjitParams", "UNSPECIFIED"))
+except ImportError:  # pragma: no cover - another JAX layout
+    AVAILABLE = False
+
+__all__ = ["prime", "AVAILABLE"]
+
+
+def prime(jitted: Any, pure: Any, trace: Any, values: Sequence[Any], dyn_args: tuple,
+          dyn_kwargs: dict) -> bool:
+    """File ``trace``'s jaxpr as ``jitted``'s trace for ``jitted(values, *dyn_args)``.
+
+    ``jitted`` must be ``jax.jit(pure)``, with ``pure`` evaluating ``trace``
+    with the states' ``values`` in order, and every written state's new value
+    of arrays only, in order (a fresh :class:`~brainx.transform.compiled.jit_entry.JitEntry`
+    of one trace). Returns whether it was filed; when not, ``jax.jit``
+    traces ``pure`` itself.
+    """
+    global AVAILABLE
+    if not AVAILABLE or dyn_kwargs or getattr(jitted, "_fun", None) is not pure:
+        return False
+    try:
+        return _prime(jitted, trace, values, dyn_args)
+    except Exception:  # pragma: no cover - JAX's private layout moved: trace as JAX does
+        AVAILABLE = False
+        return False
+
+
+def _plain_options(info: Any) -> bool:
+    """Whether the jit options leave shardings, layouts and placement to JAX's defaults."""
+    unflatten = jax.tree_util.tree_unflatten
+    return (not info.backend and not info.device and not info.use_resource_env
+            and isinstance(unflatten(info.in_shardings_treedef, info.in_shardings_leaves),
+                           _Unspecified)
+            and isinstance(unflatten(info.out_shardings_treedef, info.out_shardings_leaves),
+                           _Unspecified)
+            and unflatten(info.in_layouts_treedef, info.in_layouts_leaves) is None
+            and unflatten(info.out_layouts_treedef, info.out_layouts_leaves) is None)
+
+
+def _prime(jitted: Any, trace: Any, values: Sequence[Any], dyn_args: tuple) -> bool:
+    fun, info = jitted._fun, jitted._jit_info
+    if (not _plain_options(info) or not all(trace.arg_mask) or any(trace.input_statics)
+            or getattr(trace.jaxpr, "is_high", False)
+            or any(spec.wrap for spec in trace.written_specs)
+            or _config.debug_key_reuse.value or _config.enable_checks.value
+            or any(isinstance(c, _core.Tracer) for c in trace.consts)):
+        return False
+    mesh = _pjit.get_ctx_mesh(info.use_resource_env)
+    if not mesh.empty:
+        return False
+    args = (list(values), *dyn_args)
+    signature, flat_args = _jax_jit.parse_arguments(
+        args, (), (), info.static_argnums, info.static_argnames, _tree_util.tracing_registry)
+    avals = tuple(_core.shaped_abstractify(x) for x in flat_args)
+    jaxpr = _pure_jaxpr(trace, values, len(flat_args) - len(trace.arg_mask))
+    if jaxpr is None or tuple(v.aval for v in jaxpr.invars) != avals:
+        return False
+    if any(getattr(a, "has_qdd", False) for a in avals):
+        return False
+    cached = _pjit._infer_params_cached(fun, info, signature, avals, mesh)
+    if cached.pjit_params is not None:
+        return True  # jax.jit has it already
+    args_tree = jax.tree.structure((args, {}))
+    outputs = (_zeros(trace.out_tree),  # what pure returns, with 0 for each array
+               [_zeros(spec.treedef) for spec in trace.written_specs])
+    out_tree = jax.tree.structure(outputs)
+    jaxpr = jaxpr.replace(debug_info=jaxpr.debug_info.set_result_paths(outputs))
+    if info.donate_argnums or info.donate_argnames:
+        if _config.debug_nans.value:
+            donated = (False,) * len(avals)
+        else:
+            donated = _api_util.donation_vector(info.donate_argnums, info.donate_argnames,
+                                                args_tree)
+    else:
+        donated = (False,) * len(avals)
+    n_out = len(jaxpr.outvars)
+    params = dict(
+        jaxpr=_core.ClosedJaxpr(jaxpr, list(trace.consts)),
+        in_shardings=(_pjit.UNSPECIFIED,) * len(avals),
+        out_shardings=(_pjit.UNSPECIFIED,) * n_out,
+        in_layouts=(None,) * len(avals),
+        out_layouts=(None,) * n_out,
+        donated_invars=donated,
+        ctx_mesh=mesh,
+        name=_fun_name(fun),
+        keep_unused=info.keep_unused,
+        inline=info.inline,
+        compiler_options_kvs=info.compiler_options_kvs,
+    )
+    cached.pjit_params = _pjit.PjitParams([], params, avals, args_tree, out_tree,
+                                          ("",) * len(avals))
+    return True
+
+
+def _zeros(treedef: Any) -> Any:
+    return jax.tree.unflatten(treedef, [0] * treedef.num_leaves)
+
+
+def _pure_jaxpr(trace: Any, values: Sequence[Any], n_state_leaves: int) -> Optional[Any]:
+    """``trace``'s jaxpr with the inputs in ``pure``'s order: every state's leaves, then the arguments.
+
+    Discovery's jaxpr takes the arguments first, then the leaves of the
+    states it read (``trace.inputs``) in the order it read them; a state only
+    written gets inputs that nothing reads, as it would in ``jax.jit``'s trace.
+    """
+    jaxpr = trace.jaxpr
+    n_args = len(trace.arg_mask)
+    arg_vars, read_vars = jaxpr.invars[:n_args], iter(jaxpr.invars[n_args:])
+    state_leaves = [jax.tree.leaves(v) for v in values]
+    if sum(map(len, state_leaves)) != n_state_leaves:
+        return None
+    by_state = {}
+    for i in trace.inputs:
+        by_state[i] = [next(read_vars) for _ in state_leaves[i]]
+    if next(read_vars, None) is not None:
+        return None
+    invars = []
+    for i, leaves in enumerate(state_leaves):
+        invars += by_state.get(i) or [_core.Var(_core.shaped_abstractify(x)) for x in leaves]
+    invars += arg_vars
+    debug = _core.DebugInfo("jit", jaxpr.debug_info.func_src_info, None, None)
+    return jaxpr.replace(invars=invars, debug_info=debug)
