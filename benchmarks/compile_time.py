@@ -69,7 +69,7 @@ wall`` for wall-clock time), as on a shared machine other processes' load
 stretches wall-clock times at random.
 
 Run: ``python benchmarks/compile_time.py [--rounds 7] [--phase-rounds 3]
-[--tables all|first-call|phases] [--clear-caches] [--clock cpu|wall]`` (from a
+[--tables all|first-call|phases] [--cases TEXT] [--clear-caches] [--clock cpu|wall]`` (from a
 checkout that is not the installed one, put it first: ``PYTHONPATH=. python
 ...``; the header prints which brainx was imported). About 3 minutes on 2
 cores with the defaults.
@@ -393,7 +393,7 @@ def phase_cases(x, xs, labels):
             "brainx": partial(brainx_snn_step, xs, labels)})
 
 
-def print_phases(rounds, clear):
+def print_phases(rounds, clear, only=""):
     caches = ("jax.clear_caches() before each build" if clear
               else "jnp's caches warm, as after a warm-up")
     print(f"\nphases of the first call ({caches}; medians; brainx / raw: the ratio of the "
@@ -405,6 +405,8 @@ def print_phases(rounds, clear):
     print("|" + "---|" * len(head))
     xs, labels = snn_data()
     for name, check, sides in phase_cases(jnp.ones(4), xs, labels):
+        if only not in name:
+            continue
         times, n = measure_phases(sides, rounds, clear, check)
         row = [name]
         for p in PHASES:
@@ -434,6 +436,8 @@ def main():
     parser.add_argument("--tables", choices=("all", "first-call", "phases"), default="all")
     parser.add_argument("--clear-caches", action="store_true",
                         help="phases table: jax.clear_caches() before each build (cold jnp caches)")
+    parser.add_argument("--cases", default="",
+                        help="phases table: only the cases whose name holds this text")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="cpu: the process's CPU time (default); wall: wall-clock time")
     args = parser.parse_args()
@@ -446,7 +450,7 @@ def main():
     if args.tables in ("all", "first-call"):
         print_first_calls(args.rounds)
     if args.tables in ("all", "phases"):
-        print_phases(args.phase_rounds, args.clear_caches)
+        print_phases(args.phase_rounds, args.clear_caches, args.cases)
 
 
 def print_first_calls(rounds):

@@ -9,6 +9,7 @@ with priming on, the pure function must not have been traced at all.
 import re
 
 import jax
+import jax.experimental
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -126,7 +127,23 @@ def _no_state_at_all():
     return (), step, (jnp.arange(4.0), (2.0, jnp.int8(3)))
 
 
-CASES = [_read_write_and_write_only, _read_in_another_order_than_made, _pytree_values_and_ints,
+def _python_and_numpy_values_with_ordered_effects():
+    count = brainx.ShortTermState(0)                     # a Python int: weakly typed int32
+    table = brainx.ParamState(np.linspace(0.0, 1.0, 3).astype(np.float32))
+    seen = []
+
+    def step(x):
+        count.value = count.value + 1
+        jax.debug.print("step {c}", c=count.value, ordered=True)
+        total = jax.experimental.io_callback(lambda v: (seen.append(v), v)[1],
+                                             jax.ShapeDtypeStruct((3,), jnp.float32),
+                                             table.value * x, ordered=True)
+        return total.sum()
+
+    return (count, table), step, (jnp.float32(2.0),)
+
+
+CASES = [_read_write_and_write_only, _python_and_numpy_values_with_ordered_effects, _read_in_another_order_than_made, _pytree_values_and_ints,
          _closure_constants_and_random, _no_state_at_all]
 
 

@@ -105,7 +105,8 @@ def _prime(jitted: Any, trace: Any, values: Sequence[Any], dyn_args: tuple) -> b
     outputs = (_zeros(trace.out_tree),  # what pure returns, with 0 for each array
                [_zeros(spec.treedef) for spec in trace.written_specs])
     out_tree = jax.tree.structure(outputs)
-    jaxpr = jaxpr.replace(debug_info=jaxpr.debug_info.set_result_paths(outputs))
+    jaxpr = jaxpr.replace(debug_info=jaxpr.debug_info._replace(
+        result_paths=_result_paths(jaxpr.debug_info, outputs)))
     if info.donate_argnums or info.donate_argnames:
         if _config.debug_nans.value:
             donated = (False,) * len(avals)
@@ -131,6 +132,19 @@ def _prime(jitted: Any, trace: Any, values: Sequence[Any], dyn_args: tuple) -> b
     cached.pjit_params = _pjit.PjitParams([], params, avals, args_tree, out_tree,
                                           ("",) * len(avals))
     return True
+
+
+def _result_paths(debug: Any, outputs: tuple) -> tuple:
+    """``debug.set_result_paths(outputs)``'s paths, a written array's spelled out (1000s of them)."""
+    out, written = outputs
+    paths = list(debug.set_result_paths((out, [])).result_paths)
+    for k, value in enumerate(written):
+        if value == 0:  # one array
+            paths.append(f"result[1][{k}]")
+        else:
+            paths += [f"result[1][{k}]{p[len('result'):]}"
+                      for p in debug.set_result_paths(value).result_paths]
+    return tuple(paths)
 
 
 def _zeros(treedef: Any) -> Any:
