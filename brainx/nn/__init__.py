@@ -31,6 +31,7 @@ from brainx.nn.modules.environ_context import EnvironContext
 from brainx.nn.modules.module import Module, iter_tree
 from brainx.nn.modules.param_count import count_parameters
 from brainx.nn.modules.vmap_module import Vmap
+from brainx.nn.modules.map_module import Map
 
 # deep-learning layers
 from brainx.nn.layers.activations import (
@@ -101,7 +102,7 @@ __all__ = [
     "call_all_fns", "vmap_call_all_fns", "init_all_states", "vmap_init_all_states",
     "reset_all_states", "vmap_reset_all_states", "assign_state_values", "count_parameters",
     # layers
-    "Vmap", "EnvironContext", "Linear", "SignedWLinear", "ScaledWSLinear", "LoRA", "weight_standardization", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "Vmap", "Map", "EnvironContext", "Linear", "SignedWLinear", "ScaledWSLinear", "LoRA", "weight_standardization", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
     "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "BatchNorm0d", "BatchNorm1d",

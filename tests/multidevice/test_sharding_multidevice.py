@@ -253,3 +253,21 @@ def test_pmap2_new_states_places_one_slice_per_device():
     assert groups[0] == [c.count] and c.count.value.shape == (N, 2)
     assert len(c.count.value.sharding.device_set) == N
     assert len({tuple(np.asarray(r)) for r in c.count.value}) == N   # each device its own draw
+
+
+def test_nn_map_with_pmap_runs_one_copy_per_device():
+    class Readout(brainx.nn.Module):
+        def init_state(self):
+            self.w = brainx.ParamState(brainx.random.rand(3))
+
+        def update(self, x):
+            return x @ self.w.value
+
+    brainx.random.seed(2)
+    ensemble = brainx.nn.Map(Readout(), init_map_size=N, behavior="pmap")
+    ensemble.init_all_states()
+    w = np.asarray(ensemble.module.w.value)
+    assert w.shape == (N, 3) and len(ensemble.module.w.value.sharding.device_set) == N
+    xs = np.arange(N * 3, dtype=np.float32).reshape(N, 3)
+    np.testing.assert_allclose(ensemble.update(jnp.asarray(xs)), (xs * w).sum(axis=1),
+                               rtol=1e-5)
