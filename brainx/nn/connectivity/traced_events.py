@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import jax
 import jax.numpy as jnp
 from jax import core as jax_core
 from jax.extend import core as jex_core
