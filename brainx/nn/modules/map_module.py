@@ -20,28 +20,13 @@ from typing import Any, Callable, Dict, List, Optional
 
 from brainx.nn.modules.module import Module
 from brainx.state.state import State
-from brainx.transform.core.state_filter import state_predicate
 from brainx.transform.mapping.module_states import vmap2_new_states
 from brainx.transform.mapping.pmap import pmap2, pmap2_new_states
 from brainx.transform.mapping.stateful_mapping import vmap2
-from brainx.util import filter as filters
 
 __all__ = ["Map"]
 
 _BEHAVIORS = ("vmap", "pmap")
-
-
-class _States:
-    """A filter selecting exactly these states (by identity)."""
-
-    def __init__(self, states: List[State]):
-        self.ids = frozenset(map(id, states))
-
-    def __call__(self, path: Any, state: Any) -> bool:
-        return id(state) in self.ids
-
-    def __repr__(self) -> str:
-        return f"<the {len(self.ids)} states made by Map.init_all_states>"
 
 
 class Map(Module):
@@ -133,21 +118,22 @@ class Map(Module):
         self._update = None
 
     def _mapped_state_axes(self, extra: Optional[Dict[int, Any]]) -> Dict[int, Any]:
-        """``{axis: filter}``: the states made here along their axis, with ``extra`` added."""
-        axes: Dict[int, Any] = {axis: _States(states)
-                                for axis, states in self.dict_vmap_states.items()
+        """``{axis: filter}``: the states made here along their axis (a list of states is a
+        filter), with ``extra``'s filters added (a tuple of filters selects what any does)."""
+        axes: Dict[int, Any] = {axis: states for axis, states in self.dict_vmap_states.items()
                                 if axis is not None}
         for axis, selects in (extra or {}).items():
-            axes[axis] = (filters.Any(axes[axis], state_predicate(selects)) if axis in axes
-                          else selects)
+            axes[axis] = (axes[axis], selects) if axis in axes else selects
         return axes
 
-    def _mapped(self, fn: Callable, in_axes: Any, out_axes: Any, axis_name: Any,
-                state_axes: Dict[int, Any], caller: str) -> Callable:
+    def _require_copies(self, caller: str) -> None:
         if self.dict_vmap_states is None:
             raise ValueError(f"Map.{caller} called before Map.init_all_states: make the "
                              "copies of the module's states first "
                              "(map.init_all_states(**the module's init arguments)).")
+
+    def _mapped(self, fn: Callable, in_axes: Any, out_axes: Any, axis_name: Any,
+                state_axes: Dict[int, Any]) -> Callable:
         if self.behavior == "vmap":
             return vmap2(fn, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
                          spmd_axis_name=self.spmd_axis_name,
@@ -158,8 +144,9 @@ class Map(Module):
     def update(self, *args, **kwargs) -> Any:
         """The module's call, once per copy: ``args`` mapped over ``in_axes``."""
         if self._update is None:
+            self._require_copies("update")
             self._update = self._mapped(self.module, self.in_axes, self.out_axes,
-                                        self.axis_name, self._state_axes, "update")
+                                        self.axis_name, self._state_axes)
         return self._update(*args, **kwargs)
 
     def map(self, fn: Any, in_axes: Any = 0, out_axes: Any = 0,
@@ -178,6 +165,6 @@ class Map(Module):
             fn = method
         elif not callable(fn):
             raise TypeError(f"Map.map takes a method name or a callable, got {fn!r}.")
-        axes = (self._mapped_state_axes(state_axes) if self.dict_vmap_states is not None
-                else {})
-        return self._mapped(fn, in_axes, out_axes, axis_name, axes, "map")
+        self._require_copies("map")
+        return self._mapped(fn, in_axes, out_axes, axis_name,
+                            self._mapped_state_axes(state_axes))

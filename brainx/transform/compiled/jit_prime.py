@@ -93,10 +93,10 @@ def _prime(jitted: Any, trace: Any, values: Sequence[Any], dyn_args: tuple) -> b
     signature, flat_args = _jax_jit.parse_arguments(
         args, (), (), info.static_argnums, info.static_argnames, _tree_util.tracing_registry)
     avals = tuple(_core.shaped_abstractify(x) for x in flat_args)
-    jaxpr = _pure_jaxpr(trace, values, len(flat_args) - len(trace.arg_mask))
-    if jaxpr is None or tuple(v.aval for v in jaxpr.invars) != avals:
-        return False
     if any(getattr(a, "has_qdd", False) for a in avals):
+        return False
+    invars = _pure_invars(trace, values, avals[:len(avals) - len(trace.arg_mask)])
+    if invars is None or tuple(v.aval for v in invars) != avals:
         return False
     cached = _pjit._infer_params_cached(fun, info, signature, avals, mesh)
     if cached.pjit_params is not None:
@@ -105,16 +105,12 @@ def _prime(jitted: Any, trace: Any, values: Sequence[Any], dyn_args: tuple) -> b
     outputs = (_zeros(trace.out_tree),  # what pure returns, with 0 for each array
                [_zeros(spec.treedef) for spec in trace.written_specs])
     out_tree = jax.tree.structure(outputs)
-    jaxpr = jaxpr.replace(debug_info=jaxpr.debug_info._replace(
-        result_paths=_result_paths(jaxpr.debug_info, outputs)))
-    if info.donate_argnums or info.donate_argnames:
-        if _config.debug_nans.value:
-            donated = (False,) * len(avals)
-        else:
-            donated = _api_util.donation_vector(info.donate_argnums, info.donate_argnames,
-                                                args_tree)
-    else:
-        donated = (False,) * len(avals)
+    source = trace.jaxpr.debug_info.func_src_info
+    jaxpr = trace.jaxpr.replace(invars=invars, debug_info=_core.DebugInfo(
+        "jit", source, None, _result_paths(trace.jaxpr.debug_info, outputs)))
+    donated = (False,) * len(avals)
+    if (info.donate_argnums or info.donate_argnames) and not _config.debug_nans.value:
+        donated = _api_util.donation_vector(info.donate_argnums, info.donate_argnames, args_tree)
     n_out = len(jaxpr.outvars)
     params = dict(
         jaxpr=_core.ClosedJaxpr(jaxpr, list(trace.consts)),
@@ -151,27 +147,25 @@ def _zeros(treedef: Any) -> Any:
     return jax.tree.unflatten(treedef, [0] * treedef.num_leaves)
 
 
-def _pure_jaxpr(trace: Any, values: Sequence[Any], n_state_leaves: int) -> Optional[Any]:
-    """``trace``'s jaxpr with the inputs in ``pure``'s order: every state's leaves, then the arguments.
+def _pure_invars(trace: Any, values: Sequence[Any], state_avals: tuple) -> Optional[list]:
+    """``trace``'s jaxpr inputs in ``pure``'s order: every state's leaves, then the arguments.
 
     Discovery's jaxpr takes the arguments first, then the leaves of the
     states it read (``trace.inputs``) in the order it read them; a state only
-    written gets inputs that nothing reads, as it would in ``jax.jit``'s trace.
+    written gets inputs that nothing reads (of the types in ``state_avals``,
+    the avals of every state leaf in order), as it would in ``jax.jit``'s trace.
     """
-    jaxpr = trace.jaxpr
+    invars = trace.jaxpr.invars
     n_args = len(trace.arg_mask)
-    arg_vars, read_vars = jaxpr.invars[:n_args], iter(jaxpr.invars[n_args:])
-    state_leaves = [jax.tree.leaves(v) for v in values]
-    if sum(map(len, state_leaves)) != n_state_leaves:
+    read_vars = iter(invars[n_args:])
+    counts = [len(jax.tree.leaves(v)) for v in values]
+    if sum(counts) != len(state_avals):
         return None
-    by_state = {}
-    for i in trace.inputs:
-        by_state[i] = [next(read_vars) for _ in state_leaves[i]]
-    if next(read_vars, None) is not None:
-        return None
-    invars = []
-    for i, leaves in enumerate(state_leaves):
-        invars += by_state.get(i) or [_core.Var(_core.shaped_abstractify(x)) for x in leaves]
-    invars += arg_vars
-    debug = _core.DebugInfo("jit", jaxpr.debug_info.func_src_info, None, None)
-    return jaxpr.replace(invars=invars, debug_info=debug)
+    by_state = {i: [next(read_vars, None) for _ in range(counts[i])] for i in trace.inputs}
+    if next(read_vars, None) is not None or any(None in vs for vs in by_state.values()):
+        return None  # not the layout assumed: let jax.jit trace
+    out, start = [], 0
+    for i, n in enumerate(counts):
+        out += by_state.get(i) or [_core.Var(a) for a in state_avals[start:start + n]]
+        start += n
+    return out + list(invars[:n_args])
