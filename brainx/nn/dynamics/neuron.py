@@ -24,6 +24,7 @@ enters the gradient only, and a hard reset is a select.
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
 from typing import Any, Callable, Optional
 
@@ -37,7 +38,7 @@ from brainx import environ
 from brainx.nn.dynamics.base import Dynamics
 from brainx.nn.dynamics.affine import is_concrete
 from brainx.nn.dynamics.exp_euler import exp_euler_step
-from brainx.nn.known import as_literal, plus, times
+from brainx.nn.known import as_literal, known_value, plus, times
 from brainx.nn.init import Constant, param
 from brainx.nn.surrogate import ReluGrad, Surrogate
 from brainx.state.state import HiddenState, ShortTermState
@@ -49,7 +50,13 @@ __all__ = ["Neuron", "LIF", "LIFRef", "ALIF", "exp_decay", "threshold_spike"]
 def exp_decay(tau: Any) -> Any:
     """``exp(-dt / tau)`` for the current ``dt``: the one-step decay of a linear variable."""
     with _now(tau):                       # a constant of the compiled step when tau is one
-        return as_literal(u.math.exp(-environ.get_dt() / tau))
+        ratio = -environ.get_dt() / tau
+        known = known_value(ratio)
+        if known is not None:             # a number now: NumPy's exp, nothing run by JAX
+            value, weak = known
+            decay = np.exp(np.float64(value)).astype(value.dtype)
+            return decay.item() if weak else decay
+        return as_literal(u.math.exp(ratio))
 
 
 def _now(*values):
@@ -196,7 +203,10 @@ class Neuron(Dynamics):
         return jax.lax.stop_gradient(spikes) > 0
 
     def _reset(self, last_v, last_spk, spiked, V_th):
-        """``last_v`` after the spikes ``last_spk`` (``spiked``: the same as booleans).
+        """``last_v`` after the spikes ``last_spk`` (``spiked()``: the same as booleans).
+
+        ``spiked`` is called only where it is needed (a hard reset), so a soft
+        reset traces no comparison it would not use.
 
         Soft: ``V - (V_th - V_reset) * spike``. Hard: ``V - (V - V_reset) * spike``
         with no gradient through the first ``V`` of the amount; when the spikes
@@ -206,7 +216,7 @@ class Neuron(Dynamics):
         if self.spk_reset == "soft":
             return last_v - times(V_th - self.V_reset, last_spk)
         if _compares(self.spk_fun, self._spike_scale()):
-            return _hard_reset(last_v, self.V_reset, last_spk, spiked)
+            return _hard_reset(last_v, self.V_reset, last_spk, spiked())
         return last_v - (jax.lax.stop_gradient(last_v) - self.V_reset) * last_spk
 
     def _membrane_step(self, V, x, tau):
@@ -307,7 +317,7 @@ class LIF(Neuron):
         self._require("V")
         last_v = self.V.value
         last_spk = self.get_spike(last_v)
-        spiked = self._spiked(last_v, last_spk, self.V_th)
+        spiked = functools.cache(lambda: self._spiked(last_v, last_spk, self.V_th))
         V = self._reset(last_v, last_spk, spiked, self.V_th)
         V_new = self._membrane_step(V, x, self.tau)
         if self.tau_ref is not None:
@@ -317,7 +327,7 @@ class LIF(Neuron):
 
     def _refractory(self, V_new, spiked):
         dt = environ.get_dt()
-        t_ref = u.math.where(spiked, self.tau_ref, self.t_ref.value)
+        t_ref = u.math.where(spiked(), self.tau_ref, self.t_ref.value)
         V_new = u.math.where(t_ref > dt / 2, self.V_reset, V_new)
         self.t_ref.value = u.math.maximum(t_ref - dt, 0.0 * dt)
         return V_new
@@ -399,7 +409,8 @@ class ALIF(Neuron):
         self._require("V", "a")
         last_v, last_a = self.V.value, self.a.value
         last_spk = self.get_spike(last_v, last_a)
-        spiked = self._spiked(last_v, last_spk, self.V_th + self.beta * last_a)
+        spiked = functools.cache(
+            lambda: self._spiked(last_v, last_spk, self.V_th + self.beta * last_a))
         V = self._reset(last_v, last_spk, spiked, self.V_th)
         a = last_a + last_spk
         V = self._membrane_step(V, x, self.tau)

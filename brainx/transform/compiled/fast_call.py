@@ -23,6 +23,7 @@ entry has no trace for (``jax.jit`` traces the pure function, which raises
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Optional, Sequence
 
 from jax._src import config as _config
@@ -146,5 +147,11 @@ def make_fast_call(jitted: Callable, refs: Sequence[Callable[[], Any]],
                      env_version=VERSION if env_version is None else env_version,
                      settings_hold=settings_hold)
     namespace.update((f"r{i}", r) for i, r in enumerate(refs))
-    exec(compile(source, "<brainx.transform.jit fast call>", "exec"), namespace)
+    exec(_compiled(source), namespace)
     return namespace["fast_call"]
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(source: str) -> Any:
+    """The code object of ``source``: entries with the same layout of states share it."""
+    return compile(source, "<brainx.transform.jit fast call>", "exec")

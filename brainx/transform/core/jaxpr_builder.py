@@ -172,8 +172,28 @@ def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], *args: Any) -> List[Any]:
     ``vmap``) each equation is bound in the current trace.
     """
     trace = _core.trace_ctx.trace
-    if type(trace) is _pe.DynamicJaxprTrace and all(
-            type(x) is _pe.DynamicJaxprTracer and x._trace is trace for x in args):
-        return _pe.inline_jaxpr_into_trace(trace, _source_info_util.current(), jaxpr, consts,
-                                           *args)
+    if type(trace) is _pe.DynamicJaxprTrace:
+        source = _source_info_util.current()
+        if not all(type(x) is _pe.DynamicJaxprTracer and x._trace is trace for x in args):
+            args = _own_tracers(trace, source, jaxpr, args)
+        return _pe.inline_jaxpr_into_trace(trace, source, jaxpr, consts, *args)
     return jax.core.eval_jaxpr(jaxpr, consts, *args)
+
+
+def _own_tracers(trace: Any, source: Any, jaxpr: Any, args: Sequence[Any]) -> List[Any]:
+    """``args`` as tracers of ``trace``: values from outside it become its constants.
+
+    A loop body's closed-over values (an outer trace's tracers, arrays) are
+    what binding an equation would lift into the trace; only the inputs the
+    jaxpr uses are lifted, so an unused one adds no constant.
+    """
+    used = _used_inputs(jaxpr)
+    return [x if not used[i] or (type(x) is _pe.DynamicJaxprTracer and x._trace is trace)
+            else trace.to_jaxpr_tracer(x, source) for i, x in enumerate(args)]
+
+
+def _used_inputs(jaxpr: Any) -> List[bool]:
+    """Which of ``jaxpr.invars`` an equation or an output reads."""
+    read = {id(v) for eqn in jaxpr.eqns for v in eqn.invars}
+    read.update(id(v) for v in jaxpr.outvars)
+    return [id(v) in read for v in jaxpr.invars]
