@@ -435,3 +435,39 @@ def test_core_fix_discovery_takes_abstract_arguments():
     sig = sf.discover((), (jax.ShapeDtypeStruct((2,), jnp.float32),), {})
     assert sig.states == (h,) and sig.written == (True,)
     assert for_loop(step, jnp.zeros((0, 2))).shape == (0, 2)
+
+
+def test_a_body_closing_over_outer_tracers_is_copied_with_its_source_lines():
+    # Under jit(grad(...)) the weight a loop body reads is a tracer of the outer traces: it is
+    # made a constant of lax.scan's trace and the body's equations copied, keeping the line
+    # each came from (errors, debug_nan and profiles name the user's line).
+    w = brainx.ParamState(jnp.array([0.5, -1.0, 2.0]))
+    h = brainx.HiddenState(jnp.zeros(3))
+    xs = jnp.linspace(0.0, 1.0, 12).reshape(4, 3)
+
+    def step(x):
+        h.value = jnp.tanh(h.value * w.value + x)  # the line the body's equations name
+        return h.value
+
+    def loss():
+        h.value = jnp.zeros(3)
+        return for_loop(step, xs).sum()
+
+    def loss_ref(w):
+        def body(v, x):
+            v = jnp.tanh(v * w + x)
+            return v, v
+        return jax.lax.scan(body, jnp.zeros(3), xs)[1].sum()
+
+    g = jit(grad(loss, grad_states=w))()
+    np.testing.assert_allclose(g, jax.grad(loss_ref)(w.value), rtol=1e-6)
+    np.testing.assert_array_equal(h.value, jax.lax.scan(
+        lambda v, x: (jnp.tanh(v * w.value + x),) * 2, jnp.zeros(3), xs)[0])
+
+    from jax._src import source_info_util
+    jaxpr = jax.make_jaxpr(lambda: grad(loss, grad_states=w)())()
+    bodies = [e.params["jaxpr"].jaxpr for e in jaxpr.jaxpr.eqns if e.primitive.name == "scan"]
+    assert bodies
+    lines = {source_info_util.summarize(e.source_info) for b in bodies for e in b.eqns
+             if e.primitive.name in ("tanh", "mul")}
+    assert any("test_loops.py" in line for line in lines), lines

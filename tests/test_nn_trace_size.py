@@ -103,3 +103,40 @@ def test_known_and_traced_surrogate_parameters_give_the_same_gradient(cls, param
     np.testing.assert_allclose(known, via_arrays, rtol=1e-6)
     direct = jax.grad(lambda v: cls(*params)((v - 1.0) / 2.0).sum())(v)
     np.testing.assert_allclose(known, direct, rtol=1e-6)
+
+
+def test_a_known_threshold_spike_has_one_operand_and_a_soft_reset_no_unused_comparison():
+    # The forward pass of a spike against a known threshold and scale is one custom_jvp call
+    # on the potential alone (the hand-written form: no threshold input, no symbolic zeros),
+    # and a soft-reset LIF step traces no `V >= V_th` that only a hard reset would use.
+    v = jnp.linspace(-1.0, 3.0, 9)
+    spike = jax.make_jaxpr(lambda v: Arctan(alpha=2.0).spike_at(v, 1.0, 2.0))(v).jaxpr
+    calls = [e for e in spike.eqns if e.primitive.name == "custom_jvp_call"]
+    assert len(spike.eqns) == 1 and len(calls) == 1 and len(calls[0].invars) == 1
+    assert not calls[0].params["symbolic_zeros"]
+    g = jax.grad(lambda v: (Arctan(alpha=2.0).spike_at(v, 1.0, 2.0) * v).sum())(v)
+    want = (v >= 1.0) + v * Arctan.surrogate_grad(Arctan(alpha=2.0), (v - 1.0) / 2.0) / 2.0
+    np.testing.assert_allclose(g, want, rtol=1e-6)
+
+    with brainx.environ.context(dt=1.0):
+        lif = brainx.nn.LIF(4, R=1.0, tau=10.0, V_th=1.0, V_reset=0.0, V_rest=0.0,
+                            V_initializer=brainx.nn.init.Constant(0.0), spk_fun=Arctan(2.0))
+        brainx.nn.init_all_states(lif, batch_size=2)
+        body = brainx.transform.StatefulFunction(lif).discover((), (jnp.ones((2, 4)),), {})
+    # discovery's trace: what a loop body copies and every derivative traces again
+    jaxpr = body.trace.jaxpr
+    read = {id(v) for e in jaxpr.eqns for v in e.invars} | {id(v) for v in jaxpr.outvars}
+    unused = [e for e in jaxpr.eqns if not any(id(o) in read for o in e.outvars)]
+    assert not unused, unused
+
+
+def test_exp_decay_of_known_numbers_is_computed_by_numpy_in_their_type():
+    import math
+    from brainx.nn import exp_decay
+    with brainx.environ.context(dt=1.0 * u.ms):
+        weak = exp_decay(10.0 * u.ms)                   # Python numbers: a weak Python float
+        strong = exp_decay(np.float32(10.0) * u.ms)     # a float32 parameter: a float32 scalar
+        traced = jax.make_jaxpr(lambda t: exp_decay(t * u.ms))(10.0)  # traced: JAX's exp
+    assert isinstance(weak, float) and weak == math.exp(-0.1)
+    assert isinstance(strong, np.float32) and strong == np.float32(math.exp(-0.1))
+    assert [e.primitive.name for e in traced.jaxpr.eqns].count("exp") == 1

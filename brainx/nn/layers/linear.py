@@ -74,7 +74,10 @@ class Linear(Module):
         W = params["weight"]
         if self.w_mask is not None:
             W = W * self.w_mask
-        y = u.math.matmul(x, W)
+        if isinstance(x, u.Quantity) or isinstance(W, u.Quantity):
+            y = u.math.matmul(x, W)
+        else:  # no unit to carry: jnp directly (brainunit's dispatch costs each trace)
+            y = jnp.matmul(x, W)
         if "bias" in params:
             y = y + params["bias"]
         return y

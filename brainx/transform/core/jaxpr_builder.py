@@ -43,6 +43,7 @@ import jax
 from jax._src import api_util as _api_util
 from jax._src import config as _config
 from jax._src import core as _core
+from jax._src.effects import JaxprInputEffect as _JaxprInputEffect
 from jax._src import linear_util as _lu
 from jax._src import source_info_util as _source_info_util
 from jax._src.array import ArrayImpl as _ArrayImpl
@@ -168,28 +169,77 @@ def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], *args: Any) -> List[Any]:
     function) and ``args`` are its tracers, the equations are copied into it
     as they are, without binding each primitive again (``jax.jit`` inlines
     a nested jitted function the same way): a function found by a brainx trace
-    costs ``jax.jit`` no second trace. Elsewhere (eagerly, under ``grad`` or
-    ``vmap``) each equation is bound in the current trace.
+    costs ``jax.jit`` no second trace. Values from outside that trace (a loop
+    body's closed-over weights) are made its constants first. Elsewhere
+    (eagerly, under ``grad`` or ``vmap``) each equation is bound in the
+    current trace.
     """
     trace = _core.trace_ctx.trace
     if type(trace) is _pe.DynamicJaxprTrace:
         source = _source_info_util.current()
+        own = args
         if not all(type(x) is _pe.DynamicJaxprTracer and x._trace is trace for x in args):
-            args = _own_tracers(trace, source, jaxpr, args)
-        return _pe.inline_jaxpr_into_trace(trace, source, jaxpr, consts, *args)
+            own = _own_tracers(trace, source, jaxpr, args)
+        if own is not None:
+            return _inline(trace, source, jaxpr, consts, own)
     return jax.core.eval_jaxpr(jaxpr, consts, *args)
 
 
-def _own_tracers(trace: Any, source: Any, jaxpr: Any, args: Sequence[Any]) -> List[Any]:
-    """``args`` as tracers of ``trace``: values from outside it become its constants.
+def _inline(trace: Any, source: Any, jaxpr: Any, consts: Sequence[Any],
+            args: Sequence[Any]) -> List[Any]:
+    """Copy ``jaxpr``'s equations into ``trace`` (JAX's ``inline_jaxpr_into_trace``), each
+    keeping the source line it was traced at: the line an error, ``debug_nan`` or a profile
+    of the compiled program names is the user's, not this call's."""
+    if not (hasattr(trace, "emit_eqn") and hasattr(_pe, "try_constant_folding")):  # older JAX
+        return _pe.inline_jaxpr_into_trace(trace, source, jaxpr, consts, *args)
+    env = dict(zip(jaxpr.constvars, [trace.new_const(c, source) for c in consts]))
+    env.update(zip(jaxpr.invars, args))
 
-    A loop body's closed-over values (an outer trace's tracers, arrays) are
-    what binding an equation would lift into the trace; only the inputs the
-    jaxpr uses are lifted, so an unused one adds no constant.
+    def read(x, where):
+        if type(x) is _core.Literal:
+            return _pe.DynamicJaxprTracer(trace, x.aval, x, where)
+        return env[x]
+
+    for eqn in jaxpr.eqns:
+        where = eqn.source_info.replace(name_stack=source.name_stack + eqn.source_info.name_stack)
+        ins = [read(x, where) for x in eqn.invars]
+        out_avals = [v.aval for v in eqn.outvars]
+        folded = _pe.try_constant_folding(eqn.primitive, ins, eqn.params, out_avals)
+        if folded is not None:
+            outs = [trace.new_const(c, where, aval=a) for c, a in zip(folded, out_avals)]
+        else:
+            effects = eqn.effects
+            if effects:  # an input effect names the input it acts on: here, its new tracer
+                effects = {e.replace(env[e.input].val) if isinstance(e, _JaxprInputEffect)
+                           else e for e in effects}
+            outs = trace.emit_eqn(ins, out_avals, eqn.primitive, eqn.params, effects, where,
+                                  eqn.ctx)
+        for v, t in zip(eqn.outvars, outs):
+            env.setdefault(v, t)
+    return [read(x, source) for x in jaxpr.outvars]
+
+
+def _own_tracers(trace: Any, source: Any, jaxpr: Any, args: Sequence[Any]):
+    """``args`` as tracers of ``trace``, or ``None`` if one cannot be made one here.
+
+    A loop body's closed-over values (an outer trace's tracers, arrays) become
+    constants of the trace, as binding an equation on them would make them;
+    only the inputs the jaxpr uses are lifted, so an unused one adds none.
+    Python and NumPy values (which JAX canonicalises first) and values placed
+    on a mesh (which a ``shard_map`` may reshard) are left to binding.
     """
     used = _used_inputs(jaxpr)
-    return [x if not used[i] or (type(x) is _pe.DynamicJaxprTracer and x._trace is trace)
-            else trace.to_jaxpr_tracer(x, source) for i, x in enumerate(args)]
+    out = list(args)
+    for i, x in enumerate(args):
+        if not used[i] or (type(x) is _pe.DynamicJaxprTracer and x._trace is trace):
+            continue
+        if not isinstance(x, (_core.Tracer, _ArrayImpl)):
+            return None
+        sharding = getattr(_core.typeof(x), "sharding", None)
+        if sharding is None or not sharding.mesh.empty:
+            return None
+        out[i] = trace.to_jaxpr_tracer(x, source)
+    return out
 
 
 def _used_inputs(jaxpr: Any) -> List[bool]:
