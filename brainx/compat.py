@@ -34,7 +34,13 @@ It also makes a state that a raw JAX trace wrote and did not put back read as
 its value from before that write once the trace has ended, as brainstate goes
 on, instead of raising :class:`~brainx.TracerLeakError`
 (:func:`brainx.state.lending.set_ended_write_policy`): braincell's solvers
-write a cell's states under ``jax.vjp`` and overwrite them afterwards.
+write a cell's states under ``jax.vjp`` and overwrite them afterwards. And
+it applies brainstate's rule to ``state.value = tracer`` from a raw JAX
+transform outside every brainx call (``jax.jit`` over a function that sets a
+state): :class:`~brainx.TracerLeakError`, a ``TraceContextError``, at the write
+(:func:`brainx.state.lending.set_raw_write_policy`), where brainx alone lends
+the state to that trace and reports at the next read. Inside brainx transforms
+both lend, so braintrace's writes inside its ``custom_vjp`` and ``scan`` run.
 
 Limits: brainstate internals that brainx does not have (its jaxpr IR passes,
 ``TRACE_CONTEXT``, graph-definition internals) are not there; see
@@ -51,7 +57,7 @@ import sys
 import types
 from typing import Any
 
-from brainx.state.lending import set_ended_write_policy
+from brainx.state.lending import set_ended_write_policy, set_raw_write_policy
 
 __all__ = ["install_as_brainstate", "installed_as_brainstate"]
 
@@ -127,6 +133,9 @@ def install_as_brainstate() -> None:
     # brainstate lets code read a state a raw JAX trace wrote after that trace ended (braincell's
     # solvers do, then overwrite it): give the value from before that write, do not raise.
     set_ended_write_policy("restore")
+    # and, as brainstate, refuses `state.value = tracer` of a raw JAX trace outside every
+    # brainx call at the write (`jax.jit` over a function that sets a state)
+    set_raw_write_policy("raise")
 
 
 def _forwarding(private_name: str, public: types.ModuleType) -> types.ModuleType:

@@ -46,10 +46,26 @@ def test_a_brainstate_program_runs_on_brainx_after_install():
         ref = jnp.array([1.0, -2.0]) - 0.1 * jax.grad(lambda v: jnp.sum((v * x) ** 2))(
             jnp.array([1.0, -2.0]))
         assert jnp.allclose(step(x), ref)
-        # brainstate goes on after a raw trace left a state holding its tracer (braincell)
+        # brainstate's rule: a raw trace's tracer assigned outside every transform raises at
+        # the write, the state keeping its value
         v = brainstate.HiddenState(jnp.ones(2))
-        jax.jvp(lambda y: setattr(v, "value", y) or y, (jnp.zeros(2),), (jnp.ones(2),))
+        try:
+            jax.jvp(lambda y: setattr(v, "value", y) or y, (jnp.zeros(2),), (jnp.ones(2),))
+        except brainstate.TraceContextError as e:
+            assert "HiddenState" in str(e) and "raw JAX transform" in str(e)
+        else:
+            raise AssertionError("the write of a raw tracer was not refused")
         assert v.value.tolist() == [1.0, 1.0]
+        # brainstate goes on after a raw trace left a state holding its tracer (braincell):
+        # the next read gives the value from before
+        jax.jvp(lambda y: v.restore_value(y) or y, (jnp.zeros(2),), (jnp.ones(2),))
+        assert v.value.tolist() == [1.0, 1.0]
+        # without install_as_brainstate, brainx lends the state to the raw trace instead
+        from brainx.state.lending import set_raw_write_policy
+        assert set_raw_write_policy("lend") == "raise"
+        out = jax.jit(lambda y: (setattr(v, "value", y * 2), v.value.sum(),
+                                 v.restore_value(jnp.ones(2)))[1])(jnp.ones(2))
+        assert float(out) == 4.0 and v.value.tolist() == [1.0, 1.0]
         print("ok")
     """)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

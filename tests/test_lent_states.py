@@ -238,3 +238,90 @@ def test_a_custom_vjp_forward_traced_by_grad_inside_a_loop_leaves_the_loop_state
     np.testing.assert_allclose(gs, want, rtol=1e-6)
     np.testing.assert_allclose(total, want.sum(0), rtol=1e-6)
     np.testing.assert_array_equal(h.value, np.zeros(2))       # as it was, no tracer
+
+
+@pytest.fixture
+def raise_policy():
+    from brainx.state.lending import set_raw_write_policy
+    previous = set_raw_write_policy("raise")
+    yield
+    set_raw_write_policy(previous)
+
+
+def test_brainstates_raw_write_rule_refuses_at_the_write_outside_brainx_calls(raise_policy):
+    # install_as_brainstate's rule: `state.value = tracer` of a raw trace with no brainx
+    # call running raises at the write (brainstate's TraceContextError), the state unchanged
+    w = brainx.ParamState(jnp.array([1.0, 2.0]), name="w")
+    with pytest.raises(brainx.TraceContextError, match="'w'.*raw JAX transform"):
+        jax.jit(lambda x: setattr(w, "value", w.value * x))(3.0)
+    np.testing.assert_array_equal(w.value, [1.0, 2.0])
+    with pytest.raises(brainx.TracerLeakError):
+        jax.vmap(lambda x: setattr(w, "value", x))(jnp.ones((4, 2)))
+    np.testing.assert_array_equal(w.value, [1.0, 2.0])
+    assert id(w) not in LENT
+    # restore_value is not refused (brainstate does not check it): lent, then put back
+    def scaled_sum(x):
+        before = w.value
+        w.restore_value(before * x)
+        out = w.value.sum()
+        w.restore_value(before)
+        return out
+
+    assert float(jax.jit(scaled_sum)(3.0)) == 9.0
+    np.testing.assert_array_equal(w.value, [1.0, 2.0])
+
+
+def test_brainstates_raw_write_rule_still_lends_inside_a_brainx_call(raise_policy):
+    # braintrace's pattern under install_as_brainstate: a custom_vjp forward rule run by
+    # transform.grad writes a parameter; inside a brainx call it is lent, as in brainstate
+    w = brainx.ParamState(jnp.array([1.0, 2.0, 3.0]), name="w")
+
+    @jax.custom_vjp
+    def f(x):
+        return x * w.value
+
+    def f_fwd(x):
+        before = w.value
+        w.value = before * 2.0
+        out = x * w.value / 2.0
+        w.restore_value(before)
+        return out, x
+
+    def f_bwd(x, g):
+        return (g * w.value,)
+
+    f.defvjp(f_fwd, f_bwd)
+    g = brainx.transform.grad(lambda x: f(x).sum())(jnp.ones(3))
+    np.testing.assert_array_equal(g, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(w.value, [1.0, 2.0, 3.0])
+    assert id(w) not in LENT
+
+
+def test_the_raw_write_policy_is_checked_and_the_default_lends():
+    from brainx.state.lending import set_raw_write_policy
+    with pytest.raises(ValueError, match="policy must be one of"):
+        set_raw_write_policy("strict")
+    assert set_raw_write_policy("lend") == "lend"
+
+
+def test_brainstates_raw_write_rule_refuses_a_brainx_calls_write_back_inside_a_raw_one(
+        raise_policy):
+    # brainstate's rule covers a brainstate transform called inside a raw one: its results are
+    # the raw trace's tracers, refused at the write-back, every state as it was
+    s = brainx.State(jnp.asarray(1.0), name="s")
+    t = brainx.State(jnp.asarray(5.0), name="t")
+
+    def f(x):
+        t.value = t.value * 2
+        s.value = s.value + x
+        return s.value
+
+    with pytest.raises(brainx.TraceContextError, match="raw JAX transform"):
+        jax.jit(lambda x: brainx.transform.checkify(f)(x)[1])(jnp.asarray(2.0))
+    with pytest.raises(brainx.TraceContextError):
+        jax.vmap(lambda x: brainx.transform.grad(lambda x: f(x) * x)(x))(jnp.arange(3.0))
+    assert float(s.value) == 1.0 and float(t.value) == 5.0
+    assert id(s) not in LENT and id(t) not in LENT
+    # inside brainx's jit the same call writes the states
+    brainx.transform.jit(lambda x: brainx.transform.checkify(f)(x)[1])(jnp.asarray(2.0))
+    assert float(s.value) == 3.0 and float(t.value) == 10.0

@@ -50,7 +50,7 @@ from brainx.errors import TracerLeakError
 from brainx.lanes import alive_trace_ids
 
 __all__ = ["LENT", "lend", "check_lent", "transform_call", "call_depth", "lend_in_scope",
-           "set_ended_write_policy"]
+           "set_ended_write_policy", "set_raw_write_policy", "raw_write_refused"]
 
 # States lent to a raw JAX trace: ``id(state) -> (weak ref, value before, call depth)``. The
 # value before is the one from before the first write of a tracer; the depth is how many
@@ -100,6 +100,59 @@ def set_ended_write_policy(policy: str) -> str:
                          f"{policy!r}.")
     previous, _ENDED_WRITE[0] = _ENDED_WRITE[0], policy
     return previous
+
+
+_RAW_WRITES = ("lend", "raise")
+# What assigning a raw JAX trace's tracer to a state does outside every brainx call: lend the
+# state to that trace (brainx's rule), or raise at the write (brainstate's rule).
+_RAW_WRITE = ["lend"]
+
+
+def set_raw_write_policy(policy: str) -> str:
+    """Choose what assigning a raw JAX trace's tracer to a state does; returns the old policy.
+
+    It applies to ``state.value = tracer`` while no brainx transform call runs
+    (``jax.jit``, ``jax.vmap`` or ``jax.grad`` tracing a function that writes
+    a state it did not create), not to ``restore_value``. ``"lend"`` (brainx's
+    default) lets the state hold the tracer while that trace runs; if the
+    trace ends with the state still holding it, the next read puts the value
+    from before back (see :func:`set_ended_write_policy`). ``"raise"`` is
+    brainstate's rule: :class:`~brainx.TracerLeakError` (a
+    ``TraceContextError``) at the write, the state keeping its value; it
+    points at the line of the write, where the lent form reports the next read.
+    The same holds for the new values a brainx transform called inside a raw
+    one writes back at its end (``jax.jit`` over ``transform.checkify(f)``).
+    :func:`brainx.compat.install_as_brainstate` sets ``"raise"``. Inside a
+    brainx transform call both lend, as brainstate allows inside its own.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, brainx
+    >>> from brainx.state.lending import set_raw_write_policy
+    >>> w = brainx.State(jnp.ones(2))
+    >>> previous = set_raw_write_policy("raise")
+    >>> try:
+    ...     jax.jit(lambda x: setattr(w, "value", x))(jnp.zeros(2))
+    ... except brainx.TraceContextError as e:
+    ...     print(type(e).__name__, w.value.tolist())
+    TracerLeakError [1.0, 1.0]
+    >>> set_raw_write_policy(previous)
+    'raise'
+    """
+    if policy not in _RAW_WRITES:
+        raise ValueError(f"set_raw_write_policy: policy must be one of {_RAW_WRITES}, got "
+                         f"{policy!r}.")
+    previous, _RAW_WRITE[0] = _RAW_WRITE[0], policy
+    return previous
+
+
+def raw_write_refused(calls: int = 0) -> bool:
+    """Whether writing a raw trace's tracer raises here (:func:`set_raw_write_policy`).
+
+    ``calls``: how many of the running brainx calls are the writer's own (the
+    write-back at the end of a call: 1).
+    """
+    return _RAW_WRITE[0] == "raise" and _CALLS.depth <= calls
 
 
 # Writes into a brainx trace scope made by the machinery of a brainx call nested in it after

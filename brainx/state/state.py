@@ -162,7 +162,7 @@ class State(HookableState, ValueProtocol):
         if frames:
             frames[-1].write_value(self, value)
             return
-        check_no_tracer(self, value)
+        check_no_tracer(self, value, calls=0)
         self._value = value
 
     def _read_with_hooks(self) -> Any:
@@ -184,7 +184,7 @@ class State(HookableState, ValueProtocol):
         if frames:
             frames[-1].write_value(self, value)
             return
-        check_no_tracer(self, value)
+        check_no_tracer(self, value, calls=0)
         self._value = value
 
     def _write_with_hooks(self, value: Any) -> None:

@@ -48,7 +48,7 @@ from jax.core import Tracer
 from brainx.errors import StateTypeError, TracerLeakError
 from brainx.lanes import alive_trace_ids, current_trace, jax_is_tracing
 from brainx.state.hookable import HookableState
-from brainx.state.lending import LENT, lend as _lend
+from brainx.state.lending import LENT, lend as _lend, raw_write_refused
 from brainx.state.values import _Expired
 
 __all__ = ["check_no_tracer", "expire_if_traced"]
@@ -82,16 +82,20 @@ def admit_first_value(state: HookableState, value: Any) -> None:
     _check_leaves(state, leaves)
 
 
-def check_no_tracer(state: HookableState, value: Any) -> None:
+def check_no_tracer(state: HookableState, value: Any, calls: Optional[int] = None) -> None:
     """Refuse a value holding a JAX tracer when no brainx transform is tracing.
 
     The tracers of the raw JAX trace a state was created in are accepted: such a
     state lives in that trace (it was built there, by ``treefy_merge`` say).
+    ``calls``: the write is one brainstate refuses (``state.value = ...``: 0;
+    the write-back of a brainx call's results: 1, that call itself), and
+    :func:`~brainx.state.lending.set_raw_write_policy` ``("raise")`` refuses it
+    when no more than ``calls`` brainx calls run. ``None``: never (``restore_value``).
     """
-    _check_leaves(state, jax.tree.leaves(value))
+    _check_leaves(state, jax.tree.leaves(value), calls)
 
 
-def _check_leaves(state: HookableState, leaves: list) -> None:
+def _check_leaves(state: HookableState, leaves: list, calls: Optional[int] = None) -> None:
     foreign = []
     born_in = state.__dict__.get(_BORN_IN, _NOWHERE)
     for leaf in leaves:
@@ -111,6 +115,14 @@ def _check_leaves(state: HookableState, leaves: list) -> None:
             "jax.lax.scan, ...) traced a function that writes this state; use "
             "brainx.transform.jit / grad / vmap / scan (or checkpoint) instead, which thread "
             "the state through the trace and write it back. The state keeps its previous value.")
+    if calls is not None and raw_write_refused(calls):
+        raise TracerLeakError(
+            f"{state!r} was assigned a tracer of a raw JAX transform (jax.jit, jax.vmap, "
+            "jax.grad, ...) while no brainx transform runs, which brainstate's rule refuses "
+            "(set by brainx.compat.install_as_brainstate; brainx's own rule lends the state to "
+            "that trace, see brainx.state.lending.set_raw_write_policy). Use "
+            "brainx.transform.jit / vmap / grad, which thread the state through the trace, or "
+            "restore_value to put a value back. The state keeps its previous value.")
     _lend(state)
 
 

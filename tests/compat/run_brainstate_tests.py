@@ -4,6 +4,8 @@ The test files are read at run time from a brainstate checkout (``--repo``,
 default: the snapshot under ``/work/.mirror``); nothing of them is stored in
 brainx. They are written to a temporary folder (keeping brainstate's package
 paths, so their relative names stay unique) next to a ``conftest.py`` that
+calls ``brainx.compat.install_as_brainstate()`` (the one switch of a brainstate
+stack, with its brainstate rules for raw-trace writes) and
 makes ``import brainstate`` (and ``brainstate.transform``, ``.random``,
 ``.environ``, ``.graph``, ``.util``, ``.nn``, ``.typing``, ...) give brainx's
 modules, and pytest runs each file in its own process under a time limit.
@@ -49,8 +51,11 @@ CORE = re.compile(r"^brainstate/(_state|environ|mixin|random/|transform/|graph/|
 
 CONFTEST = '''
 import importlib, importlib.abc, importlib.util, sys, types
-import brainx
+import brainx, brainx.compat
 
+# The switch a brainstate stack uses (brainstate's rules for raw-trace writes included); what
+# follows adds the test files' own mapping (--lenient stand-ins for private names).
+brainx.compat.install_as_brainstate()
 sys.modules["brainstate"] = brainx
 for name in ("transform", "random", "environ", "graph", "util", "nn", "typing", "mixin",
              "augment", "compile", "functional", "init", "optim", "surrogate"):
@@ -142,7 +147,7 @@ class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 compatible = types.ModuleType("brainstate._compatible_import")
 compatible.__getattr__ = _jax_internal
 sys.modules["brainstate._compatible_import"] = compatible
-sys.meta_path.append(_PrivateToPublic())
+sys.meta_path.insert(0, _PrivateToPublic())  # before install_as_brainstate's (--lenient)
 '''
 
 PRIVATE = re.compile(r"No module named '(brainstate[.\w]*\._\w+)'|"

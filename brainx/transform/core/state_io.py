@@ -54,7 +54,9 @@ def write_state_values(states: Sequence[State], values: Sequence[Any]) -> None:
         return
     if jax_is_tracing() and _holds_tracer(values):
         for s, v in zip(states, values):
-            check_no_tracer(s, v)  # refuses, unless s was created in the trace the tracer is of
+            # refuses, unless s was created in the trace the tracer is of (calls=1: this
+            # write-back is brainstate's to refuse when its own call is the only one running)
+            check_no_tracer(s, v, calls=1)
     for s, v in zip(states, values):
         s._value = v
 
