@@ -95,10 +95,14 @@ def set_ended_write_policy(policy: str) -> str:
     >>> set_ended_write_policy(previous)
     'restore'
     """
-    if policy not in _POLICIES:
-        raise ValueError(f"set_ended_write_policy: policy must be one of {_POLICIES}, got "
-                         f"{policy!r}.")
-    previous, _ENDED_WRITE[0] = _ENDED_WRITE[0], policy
+    return _swap_policy(_ENDED_WRITE, _POLICIES, policy, "set_ended_write_policy")
+
+
+def _swap_policy(holder: list, allowed: tuple, policy: str, who: str) -> str:
+    """Put ``policy`` (one of ``allowed``) in ``holder``; the one it held before."""
+    if policy not in allowed:
+        raise ValueError(f"{who}: policy must be one of {allowed}, got {policy!r}.")
+    previous, holder[0] = holder[0], policy
     return previous
 
 
@@ -139,11 +143,7 @@ def set_raw_write_policy(policy: str) -> str:
     >>> set_raw_write_policy(previous)
     'raise'
     """
-    if policy not in _RAW_WRITES:
-        raise ValueError(f"set_raw_write_policy: policy must be one of {_RAW_WRITES}, got "
-                         f"{policy!r}.")
-    previous, _RAW_WRITE[0] = _RAW_WRITE[0], policy
-    return previous
+    return _swap_policy(_RAW_WRITE, _RAW_WRITES, policy, "set_raw_write_policy")
 
 
 def raw_write_refused(calls: int = 0) -> bool:

@@ -117,12 +117,14 @@ def _check_leaves(state: HookableState, leaves: list, calls: Optional[int] = Non
             "the state through the trace and write it back. The state keeps its previous value.")
     if calls is not None and raw_write_refused(calls):
         raise TracerLeakError(
-            f"{state!r} was assigned a tracer of a raw JAX transform (jax.jit, jax.vmap, "
-            "jax.grad, ...) while no brainx transform runs, which brainstate's rule refuses "
-            "(set by brainx.compat.install_as_brainstate; brainx's own rule lends the state to "
-            "that trace, see brainx.state.lending.set_raw_write_policy). Use "
-            "brainx.transform.jit / vmap / grad, which thread the state through the trace, or "
-            "restore_value to put a value back. The state keeps its previous value.")
+            f"{state!r} would hold a tracer of a raw JAX transform (jax.jit, jax.vmap, "
+            "jax.grad, ...) running outside every brainx transform: assigned by code it traces, "
+            "or written back by a brainx transform called inside it. brainstate's rule refuses "
+            "that (set by brainx.compat.install_as_brainstate; brainx's own rule lends the "
+            "state to that trace, see brainx.state.lending.set_raw_write_policy). Call the "
+            "function through brainx.transform.jit / vmap / grad, which thread the state "
+            "through the trace, or use restore_value to put a value back. The state keeps its "
+            "previous value.")
     _lend(state)
 
 

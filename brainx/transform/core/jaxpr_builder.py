@@ -43,11 +43,14 @@ import jax
 from jax._src import api_util as _api_util
 from jax._src import config as _config
 from jax._src import core as _core
-from jax._src.effects import JaxprInputEffect as _JaxprInputEffect
 from jax._src import linear_util as _lu
 from jax._src import source_info_util as _source_info_util
 from jax._src.array import ArrayImpl as _ArrayImpl
 from jax._src.interpreters import partial_eval as _pe
+try:
+    from jax._src.effects import JaxprInputEffect as _JaxprInputEffect
+except ImportError:  # pragma: no cover - older JAX: no input effects to rename
+    _JaxprInputEffect = ()
 try:
     from jax._src.random.prng import PRNGKeyArray as _PRNGKeyArray
 except ImportError:  # jax before the random package moved
