@@ -68,6 +68,16 @@ def _as_float_array(x: Any, who: str) -> jax.Array:
 
 def _same_unit(v: Any, threshold: Any, scale: Any, who: str):
     """The mantissas of ``v``, ``threshold`` and ``scale`` in the unit of ``v`` (floats)."""
+    if not any(isinstance(q, u.Quantity) for q in (v, threshold, scale)):
+        values = [v, threshold, scale]      # no unit anywhere: nothing to check or convert
+    else:
+        values = _in_unit_of_v(v, threshold, scale, who)
+    v = _as_float_array(values[0], who)
+    # a number known now stays a Python number: a literal of the step, not a traced constant
+    return v, *(_number_or_array(x, v.dtype) for x in values[1:])
+
+
+def _in_unit_of_v(v: Any, threshold: Any, scale: Any, who: str) -> list:
     unit = u.get_unit(v)
     values = []
     for name, q in (("v", v), ("threshold", threshold), ("scale", scale)):
@@ -77,9 +87,7 @@ def _same_unit(v: Any, threshold: Any, scale: Any, who: str):
                 "v, threshold and scale in units of one dimension (e.g. all voltages).")
         values.append(u.get_mantissa(q.to(unit) if isinstance(q, u.Quantity) and
                                      not unit.is_unitless else q))
-    v = _as_float_array(values[0], who)
-    # a number known now stays a Python number: a literal of the step, not a traced constant
-    return v, *(_number_or_array(x, v.dtype) for x in values[1:])
+    return values
 
 
 def _number_or_array(x: Any, dtype: Any) -> Any:
