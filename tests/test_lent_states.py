@@ -325,3 +325,18 @@ def test_brainstates_raw_write_rule_refuses_a_brainx_calls_write_back_inside_a_r
     # inside brainx's jit the same call writes the states
     brainx.transform.jit(lambda x: brainx.transform.checkify(f)(x)[1])(jnp.asarray(2.0))
     assert float(s.value) == 3.0 and float(t.value) == 10.0
+
+
+def test_brainstates_raw_write_rule_lets_a_state_made_inside_a_raw_transform_take_tracers(
+        raise_policy):
+    # A state created inside jax.grad (under jax.jit) lives in that trace: it may take the
+    # outer jit's tracers too, under either rule, as brainstate exempts such states
+    def f(x, y):
+        def g(y):
+            s = brainx.State(jnp.zeros(()))
+            s.value = x * 2.0
+            s.value = s.value + y
+            return s.value
+        return jax.grad(g)(y)
+
+    assert float(jax.jit(f)(1.0, 2.0)) == 1.0

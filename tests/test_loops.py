@@ -471,3 +471,18 @@ def test_a_body_closing_over_outer_tracers_is_copied_with_its_source_lines():
     lines = {source_info_util.summarize(e.source_info) for b in bodies for e in b.eqns
              if e.primitive.name in ("tanh", "mul")}
     assert any("test_loops.py" in line for line in lines), lines
+
+
+def test_a_copied_jaxpr_keeps_the_weak_types_binding_would_give():
+    # A jaxpr traced for a weakly typed input and run on a strongly typed one is bound, not
+    # copied: its recorded output would stay weak, and a bfloat16 operand would then win.
+    from brainx.transform.core.jaxpr_builder import eval_jaxpr
+    traced = jax.make_jaxpr(lambda x: x * 2.0)(1.0)
+    assert traced.jaxpr.invars[0].aval.weak_type
+    strong = jnp.ones((), jnp.float32)
+
+    def f(y):
+        (out,) = eval_jaxpr(traced.jaxpr, traced.consts, strong)
+        return out + jnp.ones((), jnp.bfloat16) + 0 * y
+
+    assert jax.jit(f)(1.0).dtype == jnp.float32 == f(1.0).dtype

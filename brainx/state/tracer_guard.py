@@ -115,7 +115,8 @@ def _check_leaves(state: HookableState, leaves: list, calls: Optional[int] = Non
             "jax.lax.scan, ...) traced a function that writes this state; use "
             "brainx.transform.jit / grad / vmap / scan (or checkpoint) instead, which thread "
             "the state through the trace and write it back. The state keeps its previous value.")
-    if calls is not None and raw_write_refused(calls):
+    if calls is not None and born_in is _NOWHERE and raw_write_refused(calls):
+        # (a state made inside a raw transform lives in it: brainstate lets it take tracers)
         raise TracerLeakError(
             f"{state!r} would hold a tracer of a raw JAX transform (jax.jit, jax.vmap, "
             "jax.grad, ...) running outside every brainx transform: assigned by code it traces, "

@@ -183,6 +183,8 @@ def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], *args: Any) -> List[Any]:
         own = args
         if not all(type(x) is _pe.DynamicJaxprTracer and x._trace is trace for x in args):
             own = _own_tracers(trace, source, jaxpr, args)
+        if own is not None and not _types_hold(jaxpr, own):
+            own = None  # a weak type differs: binding works the output types out again
         if own is not None:
             return _inline(trace, source, jaxpr, consts, own)
     return jax.core.eval_jaxpr(jaxpr, consts, *args)
@@ -243,6 +245,17 @@ def _own_tracers(trace: Any, source: Any, jaxpr: Any, args: Sequence[Any]):
             return None
         out[i] = trace.to_jaxpr_tracer(x, source)
     return out
+
+
+def _types_hold(jaxpr: Any, args: Sequence[Any]) -> bool:
+    """Whether each tracer has its input's weak type: the copied equations' types then hold.
+
+    A jaxpr traced for a weakly typed input (``x * 2.0`` of a Python float) and run on a
+    strongly typed one would keep weakly typed outputs, which a later ``bfloat16`` operand
+    would then win against.
+    """
+    return all(getattr(getattr(x, "aval", None), "weak_type", False) == v.aval.weak_type
+               for x, v in zip(args, jaxpr.invars) if hasattr(v.aval, "weak_type"))
 
 
 def _used_inputs(jaxpr: Any) -> List[bool]:
