@@ -252,10 +252,11 @@ def _types_hold(jaxpr: Any, args: Sequence[Any]) -> bool:
 
     A jaxpr traced for a weakly typed input (``x * 2.0`` of a Python float) and run on a
     strongly typed one would keep weakly typed outputs, which a later ``bfloat16`` operand
-    would then win against.
+    would then win against. Values that are not tracers are inputs the jaxpr does not use
+    (:func:`_own_tracers` lifts every used one).
     """
-    return all(getattr(getattr(x, "aval", None), "weak_type", False) == v.aval.weak_type
-               for x, v in zip(args, jaxpr.invars) if hasattr(v.aval, "weak_type"))
+    return all(x.aval.weak_type == v.aval.weak_type for x, v in zip(args, jaxpr.invars)
+               if isinstance(x, _core.Tracer) and hasattr(v.aval, "weak_type"))
 
 
 def _used_inputs(jaxpr: Any) -> List[bool]:
