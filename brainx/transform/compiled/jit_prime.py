@@ -25,9 +25,12 @@ them), and any change in JAX's private names turns it off for the process
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional, Sequence
 
 import jax
+
+from brainx.transform.core.state_values import is_single_array
 
 try:
     from jax._src import api_util as _api_util
@@ -92,11 +95,14 @@ def _prime(jitted: Any, trace: Any, values: Sequence[Any], dyn_args: tuple) -> b
     args = (list(values), *dyn_args)
     signature, flat_args = _jax_jit.parse_arguments(
         args, (), (), info.static_argnums, info.static_argnames, _tree_util.tracing_registry)
-    avals = tuple(_core.shaped_abstractify(x) for x in flat_args)
-    if any(getattr(a, "has_qdd", False) for a in avals):
+    # The key's avals are the trace's own (discovery abstracted these very values), so they
+    # are not computed again: the jaxpr is what jax.jit would trace `pure` to for them
+    # whatever the values are now, and a call with other types misses the key.
+    invars = _pure_invars(trace, values)
+    if invars is None or len(invars) != len(flat_args):
         return False
-    invars = _pure_invars(trace, values, avals[:len(avals) - len(trace.arg_mask)])
-    if invars is None or tuple(v.aval for v in invars) != avals:
+    avals = tuple(v.aval for v in invars)
+    if any(getattr(a, "has_qdd", False) for a in avals):
         return False
     cached = _pjit._infer_params_cached(fun, info, signature, avals, mesh)
     if cached.pjit_params is not None:
@@ -143,29 +149,30 @@ def _result_paths(debug: Any, outputs: tuple) -> tuple:
     return tuple(paths)
 
 
+@functools.lru_cache(maxsize=256)  # read only: a structure to name the outputs by
 def _zeros(treedef: Any) -> Any:
     return jax.tree.unflatten(treedef, [0] * treedef.num_leaves)
 
 
-def _pure_invars(trace: Any, values: Sequence[Any], state_avals: tuple) -> Optional[list]:
+def _pure_invars(trace: Any, values: Sequence[Any]) -> Optional[list]:
     """``trace``'s jaxpr inputs in ``pure``'s order: every state's leaves, then the arguments.
 
     Discovery's jaxpr takes the arguments first, then the leaves of the
     states it read (``trace.inputs``) in the order it read them; a state only
-    written gets inputs that nothing reads (of the types in ``state_avals``,
-    the avals of every state leaf in order), as it would in ``jax.jit``'s trace.
+    written gets inputs that nothing reads, of its leaves' types, as it would
+    in ``jax.jit``'s trace.
     """
     invars = trace.jaxpr.invars
     n_args = len(trace.arg_mask)
     read_vars = iter(invars[n_args:])
-    counts = [len(jax.tree.leaves(v)) for v in values]
-    if sum(counts) != len(state_avals):
-        return None
-    by_state = {i: [next(read_vars, None) for _ in range(counts[i])] for i in trace.inputs}
-    if next(read_vars, None) is not None or any(None in vs for vs in by_state.values()):
+    read = set(trace.inputs)
+    out = []
+    for i, value in enumerate(values):
+        if i in read:
+            n = 1 if is_single_array(value) else len(jax.tree.leaves(value))
+            out += [next(read_vars, None) for _ in range(n)]
+        else:
+            out += [_core.Var(_core.shaped_abstractify(x)) for x in jax.tree.leaves(value)]
+    if next(read_vars, None) is not None or None in out:
         return None  # not the layout assumed: let jax.jit trace
-    out, start = [], 0
-    for i, n in enumerate(counts):
-        out += by_state.get(i) or [_core.Var(a) for a in state_avals[start:start + n]]
-        start += n
     return out + list(invars[:n_args])
