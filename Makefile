@@ -66,12 +66,15 @@ bench: $(STAMP)
 	$(PY) benchmarks/coba.py --quick
 
 # brainstate 0.5.4's own core tests and notebooks against brainx (needs a brainstate checkout:
-# BRAINSTATE_REPO), then its client libraries' own suites (downloads them; about an hour)
+# BRAINSTATE_REPO), then its client libraries' own suites (downloads them; about an hour), then
+# the notebooks again as a whole stack would run them, braintools and brainpy on brainx
 BRAINSTATE_REPO ?= /work/.mirror/chaobrain+brainstate/repo
+CLIENTS_VENV ?= /tmp/brainx-clients-venv
 compat: $(STAMP)
 	$(PY) tests/compat/run_brainstate_tests.py --repo $(BRAINSTATE_REPO)
 	$(PY) tests/compat/run_tutorials.py --repo $(BRAINSTATE_REPO)
 	$(PY) tests/compat/run_clients.py
+	$(PY) tests/compat/run_tutorials.py --repo $(BRAINSTATE_REPO) --stack $(CLIENTS_VENV)
 
 clean:
 	rm -rf $(VENV) build *.egg-info docs/_build docs/gallery docs/api/generated

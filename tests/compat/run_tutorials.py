@@ -23,11 +23,20 @@ cells after it as not reached. A failing cell is classified by its error:
 does not replace), ``blocked`` (a name that an earlier failing cell should
 have defined) or ``error`` (a brainx gap or difference: the thing to fix).
 
+With ``--stack VENV`` the notebooks run as a brainstate user's whole stack
+would: in the environment ``tests/compat/run_clients.py`` builds (braintools,
+brainpy and the other clients installed beside brainx, ``import brainstate``
+served by :func:`brainx.compat.install_as_brainstate`), with their imports
+left as written, so the cells that use braintools or brainpy run too, on
+brainx. Given the environment ``run_clients.py --on-brainstate`` builds, the
+same run is the reference on brainstate 0.5.4 itself.
+
 Usage::
 
     python tests/compat/run_tutorials.py                    # all notebooks, a table
     python tests/compat/run_tutorials.py --only 02_synaptic --verbose
     python tests/compat/run_tutorials.py --json results.json
+    python tests/compat/run_tutorials.py --stack /tmp/brainx-clients-venv   # the whole stack
 """
 
 from __future__ import annotations
@@ -169,6 +178,12 @@ def to_brainx(src: str) -> str:
     return stub_missing_imports(src)
 
 
+def as_written(src: str) -> str:
+    """The cell with its imports as written (``--stack``), without IPython lines."""
+    lines = [ln for ln in src.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    return stub_missing_imports("\n".join(lines))
+
+
 def shrink(name: str, cells: list[str]) -> tuple[list[str], list[str]]:
     """Apply the notebook's substitutions; returns the cells and the ones that matched nothing."""
     unmatched = []
@@ -220,10 +235,20 @@ def _assigned_names(src: str) -> set[str]:
     return names
 
 
-def run_one(repo: str, path: str) -> None:
-    """Child process: run the notebook's cells, one JSON line per cell on stdout."""
-    cells, unmatched = shrink(path, [to_brainx(c) for c in notebook_cells(repo, path)])
-    print(json.dumps({"unmatched": unmatched}), flush=True)
+def run_one(repo: str, path: str, stack: bool = False) -> None:
+    """Child process: run the notebook's cells, one JSON line per cell on stdout.
+
+    ``stack``: the imports stay as written, and the environment serves
+    ``import brainstate`` (brainx through ``install_as_brainstate``, or
+    brainstate itself).
+    """
+    convert = as_written if stack else to_brainx
+    cells, unmatched = shrink(path, [convert(c) for c in notebook_cells(repo, path)])
+    served = "brainx"
+    if stack:
+        import brainstate
+        served = f"{brainstate.__name__} {getattr(brainstate, '__version__', '')}".strip()
+    print(json.dumps({"unmatched": unmatched, "served_by": served}), flush=True)
     ns: dict = {"__name__": "__main__", "_tutorial_missing": Missing}
     exec(_PRELUDE, ns)
     undefined: set[str] = set()
@@ -246,7 +271,8 @@ def run_one(repo: str, path: str) -> None:
         print(json.dumps(rec), flush=True)
 
 
-def run_notebook(repo: str, path: str, timeout: float, python: str, root: str) -> dict:
+def run_notebook(repo: str, path: str, timeout: float, python: str, root: str,
+                 stack: bool = False) -> dict:
     """Run one notebook in a child process; collect its per-cell records."""
     n_cells = len(notebook_cells(repo, path))
     # the brainx of this checkout (or --brainx), not whichever one the interpreter has installed
@@ -254,13 +280,14 @@ def run_notebook(repo: str, path: str, timeout: float, python: str, root: str) -
                PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([python, __file__, "--child", path, "--repo", repo],
+        proc = subprocess.run([python, __file__, "--child", path, "--repo", repo]
+                              + (["--child-stack"] if stack else []),
                               capture_output=True, text=True, timeout=timeout, env=env)
         out, timed_out = proc.stdout, False
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         timed_out = True
-    records, unmatched, started = [], [], None
+    records, unmatched, started, served = [], [], None, "?"
     for line in out.splitlines():
         if not line.startswith("{"):
             continue
@@ -269,7 +296,7 @@ def run_notebook(repo: str, path: str, timeout: float, python: str, root: str) -
         except json.JSONDecodeError:
             continue
         if "unmatched" in rec:
-            unmatched = rec["unmatched"]
+            unmatched, served = rec["unmatched"], rec.get("served_by", "?")
         elif "start" in rec:
             started = rec["start"]
         else:
@@ -279,6 +306,7 @@ def run_notebook(repo: str, path: str, timeout: float, python: str, root: str) -
                         "error": f"still running after the {timeout:g} s limit"})
     return {"notebook": path, "cells": n_cells, "ok": sum(r["ok"] for r in records),
             "records": records, "unmatched": unmatched, "timed_out": timed_out,
+            "served_by": served,
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
@@ -290,18 +318,24 @@ def main(argv=None) -> int:
     p.add_argument("--json", default="", help="write the results here")
     p.add_argument("--brainx", default=ROOT, help="the checkout whose brainx runs them")
     p.add_argument("--verbose", action="store_true", help="print every failure's traceback tail")
+    p.add_argument("--stack", default="",
+                   help="run in this environment (run_clients.py's), imports as written: "
+                        "braintools and brainpy on whatever serves `import brainstate` there")
     p.add_argument("--child", default="", help=argparse.SUPPRESS)
+    p.add_argument("--child-stack", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        run_one(args.repo, args.child)
+        run_one(args.repo, args.child, args.child_stack)
         return 0
+    python = os.path.join(args.stack, "bin", "python") if args.stack else sys.executable
     results = []
     for path in NOTEBOOKS:
         if args.only and args.only not in path:
             continue
-        r = run_notebook(args.repo, path, args.timeout, sys.executable, args.brainx)
+        r = run_notebook(args.repo, path, args.timeout, python, args.brainx, bool(args.stack))
         results.append(r)
-        print(f"{r['ok']:3d}/{r['cells']:<3d} {r['seconds']:6.1f}s  {path}", flush=True)
+        print(f"{r['ok']:3d}/{r['cells']:<3d} {r['seconds']:6.1f}s  {path}"
+              + (f"  (brainstate: {r['served_by']})" if args.stack else ""), flush=True)
         for u in r["unmatched"]:
             print(f"        substitution matched nothing: {u!r}")
         for rec in r["records"]:

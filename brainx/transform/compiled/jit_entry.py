@@ -31,7 +31,7 @@ from brainx.transform.compiled.instance_sharing import GraphDefinition, graph_de
 from brainx.transform.core.jaxpr_builder import abstractify
 from brainx.transform.core.jaxpr_equal import jaxprs_equal
 from brainx.transform.compiled.jit_prime import prime
-from brainx.transform.compiled.jit_sharding import compile_pure
+from brainx.transform.compiled.jit_sharding import compile_pure, state_sharding
 from brainx.transform.core.stateful import (
     RetraceNeeded, StateSignature, as_input, has_static_leaves,
     read_state_values,
@@ -60,7 +60,7 @@ class JitEntry:
 
     __slots__ = ("plans", "index", "write_pos", "refs", "write_refs", "n_written", "jitted",
                  "epoch", "static", "stateful", "shared", "plain", "fast", "env_reads",
-                 "env_version", "pure", "__weakref__")
+                 "env_version", "pure", "donates", "unplaced", "__weakref__")
 
     def __init__(self, owner: Any, sigs: Sequence[StateSignature],
                  previous: Optional["JitEntry"] = None, jitted: Optional[Callable] = None,
@@ -84,13 +84,7 @@ class JitEntry:
         self.env_reads: Dict[Any, Any] = {}
         self.env_version = [env_reads.VERSION[0]]
         self.fast: Optional[Callable] = None  # set by the owner (see transform/fast_call.py)
-        this = weakref.ref(self)
-
-        def stale(_ref):
-            entry = this()
-            if entry is not None:
-                entry.epoch = -1
-
+        stale = self._stale_callback()
         self.refs = [StateRef(s, stale) for s in states]
         # By identity: positions of each state, and of each written state among the outputs.
         self.index = {id(s): i for s, i in index.items()}
@@ -110,6 +104,26 @@ class JitEntry:
         self.shared = jitted is not None
         self.pure = pure if self.shared else self._pure()
         self.jitted = jitted or compile_pure(self.pure, owner, states, write_states)
+        # What of its states the compiled function depends on besides their values' types:
+        # shardings and donation (none: it may run on other states of the same types).
+        self.donates = getattr(owner, "_donate_states", None)
+        self.unplaced = self._unplaced(states, write_states)
+
+    def _stale_callback(self) -> Callable[[Any], None]:
+        """A weak reference callback: the entry is stale once one of its states is collected."""
+        this = weakref.ref(self)
+
+        def stale(_ref):
+            entry = this()
+            if entry is not None:
+                entry.epoch = -1
+
+        return stale
+
+    def _unplaced(self, states: Sequence[Any], write_states: Sequence[Any]) -> bool:
+        """No state asks for a sharding and none is donated."""
+        return (all(state_sharding(s) is None for s in states)
+                and (self.donates is None or not any(self.donates(s) for s in write_states)))
 
     @property
     def states(self) -> Tuple[Any, ...]:
@@ -128,26 +142,54 @@ class JitEntry:
         """After a structure change: keep this entry if ``sig`` is its one trace again.
 
         True (and the entry is current again) when the entry holds a single
-        trace, its states are alive, and ``sig`` touches the same states in
-        the same roles with an equal jaxpr (:func:`jaxprs_equal`): the compiled
-        function computes what a new one would.
+        trace and ``sig`` touches states in the same roles with an equal jaxpr
+        (:func:`jaxprs_equal`): the compiled function computes what a new one
+        would. The states may be new objects in place of the entry's (a model's
+        ``init_state`` made new ones, the old ones were garbage collected, as
+        when ``init_all_states`` runs before each step): the entry then takes
+        them in their place (:meth:`_rebind`) when neither its states nor the
+        new ones ask for a sharding or are donated, the only things of a state's
+        own the compiled function depends on. Nothing is compiled again.
         """
-        if len(self.plans) != 1 or self.shared or not self.alive():
+        if len(self.plans) != 1 or self.shared or len(sig.states) != len(self.refs):
             return False
         old, local, own = self.plans[0]
         new = sig.trace
-        if (len(sig.states) != len(self.refs) or not self.fits(sig)
-                or local != tuple(self.index[id(s)] for s in sig.states)
-                or own != tuple(self.write_pos[id(s)] for s in sig.write_states)
-                or (old.arg_mask, old.in_avals, old.inputs, old.out_tree, old.written_specs,
-                    old.input_statics) != (new.arg_mask, new.in_avals, new.inputs, new.out_tree,
-                                           new.written_specs, new.input_statics)
-                or not jaxprs_equal(old.jaxpr, old.consts, new.jaxpr, new.consts)):
+        if (old.arg_mask, old.in_avals, old.inputs, old.out_tree, old.written_specs,
+                old.input_statics) != (new.arg_mask, new.in_avals, new.inputs, new.out_tree,
+                                       new.written_specs, new.input_statics):
             return False
+        same = (self.alive() and self.fits(sig)
+                and local == tuple(self.index[id(s)] for s in sig.states)
+                and own == tuple(self.write_pos[id(s)] for s in sig.write_states))
+        if not same and not self._can_rebind(sig, local, own):
+            return False
+        if not jaxprs_equal(old.jaxpr, old.consts, new.jaxpr, new.consts):
+            return False
+        if not same:
+            self._rebind(sig)
         self.epoch = _EPOCH[0]
         self.env_reads = dict(new.env_reads)
         self.env_version[0] = env_reads.VERSION[0]
         return True
+
+    def _can_rebind(self, sig: StateSignature, local: tuple, own: tuple) -> bool:
+        """Whether ``sig``'s states can stand in for this entry's, position for position."""
+        return (local == tuple(range(len(self.refs))) and own == tuple(range(len(self.n_written)))
+                and tuple(i for i, w in enumerate(sig.written) if w) == self.n_written
+                and self.unplaced and self._unplaced(sig.states, sig.write_states))
+
+    def _rebind(self, sig: StateSignature) -> None:
+        """Run on ``sig``'s states from now on (see :meth:`revalidate`), with ``sig``'s trace."""
+        states = sig.states
+        stale = self._stale_callback()
+        self.refs = [StateRef(s, stale) for s in states]
+        self.index = {id(s): i for i, s in enumerate(states)}
+        self.write_pos = {id(states[i]): k for k, i in enumerate(self.n_written)}
+        self.write_refs = [self.refs[i] for i in self.n_written]
+        self.plans[0] = (sig.trace, *self.plans[0][1:])  # in place: the compiled function reads it
+        self.static = any(has_static_leaves(s._value) for s in states
+                          if not isinstance(s._value, jax.Array))
 
     def alive(self) -> bool:
         """Whether every state it holds is still alive (none was garbage collected)."""
