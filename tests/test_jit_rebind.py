@@ -70,6 +70,15 @@ def _compiled(step):
     return [(e.jitted, e.jitted._cache_size()) for e in step._entries.values()]
 
 
+def _stepped_once(net):
+    """``(step, x, its jax.jit function)`` after one call of a new grad step on ``net``."""
+    x = jnp.ones(4)
+    step = _grad_step(net)
+    nn.init_all_states(net)
+    step(x)
+    return step, x, _compiled(step)[0][0]
+
+
 def _fresh_each_call(net, calls, x):
     """The reference: a new ``transform.jit`` for every call (nothing is reused)."""
     losses = []
@@ -114,12 +123,8 @@ def test_the_rebound_step_writes_the_new_states_only():
 
 
 def test_new_states_of_another_shape_compile_again():
-    x = jnp.ones(4)
     net = Leaky()
-    step = _grad_step(net)
-    nn.init_all_states(net)
-    step(x)
-    first = _compiled(step)[0][0]
+    step, x, first = _stepped_once(net)
     net.shape = (2, 4)  # a batch: the trace's types differ
     nn.init_all_states(net)
     out = step(x)
@@ -150,12 +155,8 @@ def test_states_that_swap_roles_run_by_position():
 
 
 def test_another_computation_on_new_states_compiles_again():
-    x = jnp.ones(4)
     net = Leaky()
-    step = _grad_step(net)
-    nn.init_all_states(net)
-    step(x)
-    first = _compiled(step)[0][0]
+    step, x, first = _stepped_once(net)
     net.w.value = net.w.value[:, ::-1]  # the same types: the trace is equal
     nn.init_all_states(net)
     step(x)
@@ -193,12 +194,8 @@ def test_states_with_a_sharding_are_not_rebound():
             self.v = brainx.HiddenState(jnp.zeros(self.n), sharding=sharding)
             made.append(self.v)
 
-    x = jnp.ones(4)
     net = Placed()
-    step = _grad_step(net)
-    nn.init_all_states(net)
-    step(x)
-    first = _compiled(step)[0][0]
+    step, x, first = _stepped_once(net)
     nn.init_all_states(net)
     step(x)
     assert _compiled(step)[0][0] is not first
