@@ -195,3 +195,47 @@ def test_a_retrace_reading_another_state_in_the_same_roles_compiles_anew():
     for got, want in zip((out, a.value, b.value),
                          reference(np.array([1.0, 2.0]), np.array([10.0, 20.0]), False)):
         np.testing.assert_allclose(got, want)
+
+
+class _Leaky(brainx.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = brainx.ParamState(jnp.linspace(-0.5, 0.5, 9).reshape(3, 3))
+        self.decay = 0.9
+
+    def init_state(self, batch_size=None, **kwargs):
+        self.v = brainx.HiddenState(jnp.zeros(3))
+
+    def update(self, x):
+        self.v.value = self.v.value * self.decay + jnp.tanh(x @ self.w.value)
+        return self.v.value
+
+
+def _leaky_reference(w, decay, xs):
+    v, outs = np.zeros(3), []
+    for x in np.asarray(xs):
+        v = v * decay + np.tanh(x @ np.asarray(w))
+        outs.append(v)
+    return np.sum(outs)
+
+
+def test_eager_checkpoint_of_a_loop_compiles_nothing_after_the_first_call():
+    # Traced on every call (its Python may change); an equal trace keeps the previous jaxpr
+    # objects, which JAX's caches of derived jaxprs and executables are keyed by.
+    net = _Leaky()
+    brainx.nn.init_all_states(net)
+    xs = jnp.linspace(-1.0, 1.0, 12).reshape(4, 3)
+    f = transform.checkpoint(lambda xs: transform.for_loop(net.update, xs).sum())
+    np.testing.assert_allclose(f(xs), _leaky_reference(net.w.value, 0.9, xs), rtol=1e-5)
+
+    def fresh_states_then_f(xs):
+        brainx.nn.init_all_states(net)           # new HiddenState objects each call
+        return f(xs)
+
+    assert _compiles_over(20, f, xs) == 0
+    assert _compiles_over(20, fresh_states_then_f, xs) == 0
+    np.testing.assert_allclose(fresh_states_then_f(xs), _leaky_reference(net.w.value, 0.9, xs),
+                               rtol=1e-5)
+    net.decay = 0.5                              # eager: the next call sees it
+    np.testing.assert_allclose(fresh_states_then_f(xs), _leaky_reference(net.w.value, 0.5, xs),
+                               rtol=1e-5)

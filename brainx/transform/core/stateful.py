@@ -29,7 +29,7 @@ the owner traces the function again (:func:`run_with_rediscovery`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import jax
@@ -54,6 +54,7 @@ from brainx.transform.core.jaxpr_builder import (
     abstractify, current_trace, eval_jaxpr, new_input, trace_to_jaxpr,
 )
 from brainx.transform.core.scope_run import refuse_state_arguments, run_in_scope
+from brainx.transform.core.jaxpr_equal import jaxprs_equal
 
 __all__ = [
     "StatefulFunction", "StateSignature", "JaxprTrace", "RetraceNeeded", "run_with_rediscovery",
@@ -281,6 +282,7 @@ class StatefulFunction(StatefulFunctionAPI):
         self.static_argnums, self.static_argnames = infer_static(
             fun, static_argnums, tuple(static_argnames or ()))
         self._has_names = fixed_positional_count(fun) is not None
+        self._last_jaxprs: Dict[Any, Tuple[Any, Sequence[Any]]] = {}  # see _reuse_jaxpr
         check_static_argnames(fun, self.static_argnames, self.name)
 
     # -- arguments ---------------------------------------------------------
@@ -379,13 +381,33 @@ class StatefulFunction(StatefulFunctionAPI):
         if self.ir_optimizations is not None:
             from brainx.transform.core.ir_optimize import optimize_jaxpr
             jaxpr = optimize_jaxpr(jaxpr, optimizations=self.ir_optimizations)
-        trace = JaxprTrace(jaxpr=jaxpr, consts=consts, arg_mask=arg_mask,
-                           in_avals=tuple(v.aval for v in jaxpr.invars), inputs=found["inputs"],
-                           out_tree=found["out_tree"], written_specs=found["specs"],
-                           input_statics=found["input_statics"],
-                           env_reads=env_reads.snapshot(settings))
+        trace = self._reuse_jaxpr(key, JaxprTrace(
+            jaxpr=jaxpr, consts=consts, arg_mask=arg_mask,
+            in_avals=tuple(v.aval for v in jaxpr.invars), inputs=found["inputs"],
+            out_tree=found["out_tree"], written_specs=found["specs"],
+            input_statics=found["input_statics"], env_reads=env_reads.snapshot(settings)))
         return StateSignature(states=found["states"], written=found["written"],
                               read=found["read"], trace=trace)
+
+    def _reuse_jaxpr(self, key: Any, trace: JaxprTrace) -> JaxprTrace:
+        """``trace``, holding the previous trace's jaxpr objects where the two are equal.
+
+        A function called outside ``jit`` (an eager ``grad``, ``vmap`` or
+        ``checkpoint``) is traced on every call, since its Python may have
+        changed. JAX keeps what it derives from a jaxpr (a loop body's JVP, the
+        executable of a primitive run eagerly) by the jaxpr *object*, so an equal
+        but new jaxpr on each call would compile again; the previous one
+        (:func:`jaxprs_equal`: the same computation) is used instead.
+        """
+        if any(isinstance(c, Tracer) for c in trace.consts):
+            return trace  # an enclosing trace's values: kept by nothing beyond it
+        last = self._last_jaxprs.get(key)
+        if last is not None and jaxprs_equal(last[0], last[1], trace.jaxpr, trace.consts):
+            return replace(trace, jaxpr=last[0], consts=last[1])
+        self._last_jaxprs[key] = (trace.jaxpr, trace.consts)
+        if len(self._last_jaxprs) > 8:
+            del self._last_jaxprs[next(iter(self._last_jaxprs))]
+        return trace
 
     def _traced_leaves(self, dyn_args: tuple, leaves: list) -> list:
         """Which argument leaves are inputs of the trace; the others are constants of it.
