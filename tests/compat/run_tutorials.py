@@ -168,20 +168,18 @@ def notebook_cells(repo: str, path: str) -> list[str]:
     return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
 
 
-def to_brainx(src: str) -> str:
-    """The cell with brainstate's imports pointing at brainx, and no IPython lines."""
-    lines = [ln for ln in src.splitlines() if not ln.lstrip().startswith(("%", "!"))]
-    src = "\n".join(lines)
-    src = re.sub(r"^(\s*)import brainstate\s*$", r"\1import brainx as brainstate", src, flags=re.M)
-    src = re.sub(r"^(\s*)import brainstate\.(\w+) as", r"\1import brainx.\2 as", src, flags=re.M)
-    src = re.sub(r"^(\s*)from brainstate(\.[\w.]+)? import", r"\1from brainx\2 import", src, flags=re.M)
-    return stub_missing_imports(src)
-
-
 def as_written(src: str) -> str:
     """The cell with its imports as written (``--stack``), without IPython lines."""
     lines = [ln for ln in src.splitlines() if not ln.lstrip().startswith(("%", "!"))]
     return stub_missing_imports("\n".join(lines))
+
+
+def to_brainx(src: str) -> str:
+    """The cell with brainstate's imports pointing at brainx, and no IPython lines."""
+    src = re.sub(r"^(\s*)import brainstate\s*$", r"\1import brainx as brainstate", src, flags=re.M)
+    src = re.sub(r"^(\s*)import brainstate\.(\w+) as", r"\1import brainx.\2 as", src, flags=re.M)
+    src = re.sub(r"^(\s*)from brainstate(\.[\w.]+)? import", r"\1from brainx\2 import", src, flags=re.M)
+    return as_written(src)
 
 
 def shrink(name: str, cells: list[str]) -> tuple[list[str], list[str]]:

@@ -84,13 +84,8 @@ class JitEntry:
         self.env_reads: Dict[Any, Any] = {}
         self.env_version = [env_reads.VERSION[0]]
         self.fast: Optional[Callable] = None  # set by the owner (see transform/fast_call.py)
-        stale = self._stale_callback()
-        self.refs = [StateRef(s, stale) for s in states]
-        # By identity: positions of each state, and of each written state among the outputs.
-        self.index = {id(s): i for s, i in index.items()}
-        self.write_pos = {id(s): k for k, s in enumerate(write_states)}
         self.n_written = tuple(index[s] for s in write_states)
-        self.write_refs = [self.refs[i] for i in self.n_written]
+        self._bind(states)
         self.plans: List[tuple] = []  # (trace, positions, write positions), newest last
         if previous is not None:
             for trace, local, own in previous.plans:
@@ -109,16 +104,25 @@ class JitEntry:
         self.donates = getattr(owner, "_donate_states", None)
         self.unplaced = self._unplaced(states, write_states)
 
-    def _stale_callback(self) -> Callable[[Any], None]:
-        """A weak reference callback: the entry is stale once one of its states is collected."""
+    def _bind(self, states: Sequence[Any]) -> None:
+        """Hold ``states`` (weakly), the written ones at the positions ``n_written``."""
         this = weakref.ref(self)
 
-        def stale(_ref):
+        def stale(_ref):  # the entry is stale once one of its states is collected
             entry = this()
             if entry is not None:
                 entry.epoch = -1
 
-        return stale
+        self.refs = [StateRef(s, stale) for s in states]
+        # By identity: positions of each state, and of each written state among the outputs.
+        self.index = {id(s): i for i, s in enumerate(states)}
+        self.write_pos = {id(states[i]): k for k, i in enumerate(self.n_written)}
+        self.write_refs = [self.refs[i] for i in self.n_written]
+
+    def _find_static(self) -> None:
+        """Whether a state's value has leaves JAX cannot trace (the general call path takes it)."""
+        values = [r()._value for r in self.refs]
+        self.static = any(has_static_leaves(v) for v in values if not isinstance(v, jax.Array))
 
     def _unplaced(self, states: Sequence[Any], write_states: Sequence[Any]) -> bool:
         """No state asks for a sharding and none is donated."""
@@ -181,15 +185,9 @@ class JitEntry:
 
     def _rebind(self, sig: StateSignature) -> None:
         """Run on ``sig``'s states from now on (see :meth:`revalidate`), with ``sig``'s trace."""
-        states = sig.states
-        stale = self._stale_callback()
-        self.refs = [StateRef(s, stale) for s in states]
-        self.index = {id(s): i for i, s in enumerate(states)}
-        self.write_pos = {id(states[i]): k for k, i in enumerate(self.n_written)}
-        self.write_refs = [self.refs[i] for i in self.n_written]
+        self._bind(sig.states)
         self.plans[0] = (sig.trace, *self.plans[0][1:])  # in place: the compiled function reads it
-        self.static = any(has_static_leaves(s._value) for s in states
-                          if not isinstance(s._value, jax.Array))
+        self._find_static()
 
     def alive(self) -> bool:
         """Whether every state it holds is still alive (none was garbage collected)."""
@@ -218,8 +216,7 @@ class JitEntry:
         # (jax.jit returns concrete arrays as ArrayImpl, so only pytree values differ.)
         self.plain = all(spec.treedef.num_nodes == 1 and not spec.wrap
                          for trace, _, _ in self.plans for spec in trace.written_specs)
-        self.static = any(has_static_leaves(r()._value) for r in self.refs
-                          if not isinstance(r()._value, jax.Array))
+        self._find_static()
 
     def prime(self, dyn_args: tuple, dyn_kwargs: dict) -> bool:
         """Give ``jax.jit`` this entry's one trace for these arguments (see :mod:`.jit_prime`).
