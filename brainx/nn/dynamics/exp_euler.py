@@ -38,6 +38,7 @@ brainunit quantities (``f`` in units of ``x`` per time).
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import brainunit as u
@@ -215,12 +216,37 @@ def _traced_step_jvp(primals, tangents):
 
 
 def _psi(z):
-    """``(z e^z - e^z + 1) / z^2`` (the derivative of ``(e^z - 1) / z``), by its series near 0."""
-    small = jnp.abs(z) < 0.1
-    safe = jnp.where(small, 1.0, z)
-    direct = (safe * jnp.exp(safe) - jnp.expm1(safe)) / (safe * safe)
-    series = 0.5 + z * (1 / 3 + z * (1 / 8 + z * (1 / 30 + z / 144)))
+    r"""``(z e^z - e^z + 1) / z^2`` (the derivative of ``(e^z - 1) / z``) to a few ulps.
+
+    That closed form loses about ``1 - log2|z|`` bits to cancellation near 0.
+    For ``|z| < 1`` this sums its Taylor series ``sum_n (n + 1) z^n / (n + 2)!``
+    instead, with as many terms as the dtype needs (:func:`_psi_terms`: 11 in
+    float32, 18 in float64); beyond, the closed form as ``(1 + e^z (z - 1)) / z^2``:
+    its two terms have one sign for ``z >= 1``, and lose at most 2 bits for
+    ``z <= -1`` (at ``z = -1``). Measured against exact rationals over ``|z|`` in
+    ``[1e-12, 10]``: within 3 eps in float32 and float64 (1e8 eps in float64, 40
+    in float32, with the 5-term series for ``|z| < 0.1`` this replaced).
+    """
+    small = jnp.abs(z) < 1
+    s = jnp.where(small, z, 0.0)
+    series = jnp.zeros_like(z)
+    for k in range(_psi_terms(z.dtype) - 1, -1, -1):     # Horner
+        series = series * s + (k + 1) / math.factorial(k + 2)
+    b = jnp.where(small, 2.0, z)                           # |b| >= 1: both branches finite
+    direct = (1.0 + jnp.exp(b) * (b - 1.0)) / (b * b)
     return jnp.where(small, series, direct)
+
+
+def _psi_terms(dtype) -> int:
+    """How many terms of ``_psi``'s series ``dtype`` needs on ``|z| < 1``: the series
+    alternates for ``z < 0``, so its error is below the first term left out,
+    ``(n + 1) / (n + 2)!``; that is kept under ``eps / 4`` times ``psi(-1) = 1 - 2 / e``,
+    the least ``psi`` there."""
+    bound = float(jnp.finfo(dtype).eps) / 4 * (1 - 2 / math.e)
+    n = 1
+    while (n + 1) / math.factorial(n + 2) >= bound:
+        n += 1
+    return n
 
 
 _traced_step.defjvp(_traced_step_jvp, symbolic_zeros=True)
