@@ -21,6 +21,14 @@ state never keeps a tracer of a trace that has ended:
   write a cell's states under ``jax.vjp``, then read them only for their shapes
   and overwrite them); :func:`brainx.compat.install_as_brainstate` sets it.
 
+Only the thread that lent a state can tell whether the trace is still running
+(JAX keeps each thread's traces apart), so the entry records that thread. A
+read from another thread while it lives sees the value from before the write,
+never the lending thread's tracer, and changes nothing: no value put back, no
+error (that thread's trace may still be running and read its write back). The
+lending thread itself (its next read, the end of its brainx call) judges the
+state as above; once it has died, a read in any thread does.
+
 Readers test ``LENT`` first: while nothing is lent, a read costs one truth test.
 
 Examples
@@ -52,14 +60,20 @@ from brainx.lanes import alive_trace_ids
 __all__ = ["LENT", "lend", "check_lent", "transform_call", "call_depth", "lend_in_scope",
            "set_ended_write_policy", "set_raw_write_policy", "raw_write_refused"]
 
-# States lent to a raw JAX trace: ``id(state) -> (weak ref, value before, call depth)``. The
-# value before is the one from before the first write of a tracer; the depth is how many
-# brainx transform calls were running then.
+# States lent to a raw JAX trace: ``id(state) -> (weak ref, value before, call depth, lender)``.
+# The value before is the one from before the first write of a tracer; the depth is how many
+# brainx transform calls were running then, and the lender a weak ref to the thread whose
+# trace it is (only that thread can see whether the trace still runs).
 LENT: dict = {}
 
 
 class _Calls(threading.local):
     depth = 0
+
+    def __init__(self):
+        # This thread's writes into its brainx trace scopes made by a nested call's
+        # machinery: ``[(depth, scope, state, value before, was written)]``.
+        self.scope_lent: list = []
 
 
 _CALLS = _Calls()
@@ -155,20 +169,20 @@ def raw_write_refused(calls: int = 0) -> bool:
     return _RAW_WRITE[0] == "raise" and _CALLS.depth <= calls
 
 
-# Writes into a brainx trace scope made by the machinery of a brainx call nested in it after
-# its own scope closed (``transform.grad`` differentiating: a ``custom_vjp`` forward rule it
-# traces then writes a state): ``[(depth, scope, state, value before, was written)]``.
-_SCOPE_LENT: list = []
-
-
 def call_depth() -> int:
     """How many brainx transform calls are running in this thread."""
     return _CALLS.depth
 
 
 def lend_in_scope(scope: Any, state: Any, before: Any, was_written: bool) -> None:
-    """Record a write into ``scope`` by a nested call's machinery (see :func:`transform_call`)."""
-    _SCOPE_LENT.append((_CALLS.depth, scope, state, before, was_written))
+    """Record a write into ``scope`` by a nested call's machinery (see :func:`transform_call`).
+
+    Such a write is made into a brainx trace scope after its own scope closed, by the
+    machinery of a brainx call nested in it (``transform.grad`` differentiating: a
+    ``custom_vjp`` forward rule it traces then writes a state). Kept per thread: the
+    scope and its traces are this thread's.
+    """
+    _CALLS.scope_lent.append((_CALLS.depth, scope, state, before, was_written))
 
 
 def _holds_dead_tracer(value: Any, alive: set) -> bool:
@@ -177,50 +191,78 @@ def _holds_dead_tracer(value: Any, alive: set) -> bool:
 
 def _give_back_scope_writes(depth: int) -> None:
     """At the end of the call at ``depth``: undo its machinery's writes whose trace ended."""
+    scope_lent = _CALLS.scope_lent
     alive = alive_trace_ids()
     keep = []
-    for entry in reversed(_SCOPE_LENT):
+    for entry in reversed(scope_lent):
         made_at, scope, state, before, was_written = entry
         if made_at <= depth:
             keep.append(entry)
         elif _holds_dead_tracer(scope.overlay.get(state), alive):
             scope.give_back(state, before, was_written)
-    _SCOPE_LENT[:] = reversed(keep)
+    scope_lent[:] = reversed(keep)
 
 
 def lend(state: Any) -> None:
-    """Record that ``state`` now holds a tracer of a running raw trace (keeps its value before)."""
+    """Record that ``state`` now holds a tracer of a running raw trace (keeps its value before).
+
+    Lent already by another thread, the state passes to this one (the tracer it
+    holds now is this thread's) and keeps the value from before the first write.
+    """
     key = id(state)
-    if key not in LENT:
+    entry = LENT.get(key)
+    thread = threading.current_thread()
+    if entry is None:
         ref = weakref.ref(state, lambda _, key=key: LENT.pop(key, None))
-        LENT[key] = (ref, state._value, _CALLS.depth)
+        LENT[key] = (ref, state._value, _CALLS.depth, weakref.ref(thread))
+    elif entry[3]() is not thread:
+        LENT[key] = (entry[0], entry[1], _CALLS.depth, weakref.ref(thread))
 
 
-def _give_back_if_ended(state: Any) -> bool:
-    """Put back ``state``'s value from before it was lent if its trace ended; ``True`` if so."""
+def _lent_elsewhere(entry: tuple) -> bool:
+    """Whether ``entry`` was lent by another thread that still runs (its trace may be alive)."""
+    lender = entry[3]()
+    return lender is not None and lender is not threading.current_thread() and lender.is_alive()
+
+
+def _give_back_if_ended(state: Any, entry: tuple) -> bool:
+    """Put back ``state``'s value from before it was lent if its trace ended; ``True`` if so.
+
+    Judged by this thread's traces: call it in the lending thread, or once it has died.
+    """
     tracers = [x for x in jax.tree.leaves(state._value) if isinstance(x, Tracer)]
     if tracers:
         alive = alive_trace_ids()
         if all(id(t._trace) in alive for t in tracers):
             return False
-        state._value = LENT[id(state)][1]
+        state._value = entry[1]
     LENT.pop(id(state), None)
     return bool(tracers)
 
 
-def check_lent(state: Any) -> None:
-    """Called on reading a lent state: has the trace it was lent to ended?
+def check_lent(state: Any) -> Any:
+    """Called on reading a lent state: has the trace it was lent to ended? The value to read.
 
     If it has, the state gets back its value from before it was lent; outside
     every brainx transform call :class:`~brainx.TracerLeakError` says so.
+    Only the lending thread can see its traces: read from another thread while
+    that one lives, the state is left as it is and the read gets the value from
+    before it was lent (the tracer is not this thread's, and the trace may still
+    run); once the lending thread has died, any thread judges it.
     """
-    if _give_back_if_ended(state) and not _CALLS.depth and _ENDED_WRITE[0] == "error":
+    entry = LENT.get(id(state))
+    if entry is None:                      # given back meanwhile (by the lending thread)
+        return state._value
+    if _lent_elsewhere(entry):
+        return entry[1]
+    if _give_back_if_ended(state, entry) and not _CALLS.depth and _ENDED_WRITE[0] == "error":
         raise TracerLeakError(
             f"{state!r} still held a tracer of a raw JAX transform that has ended (jax.jit, "
             "jax.custom_vjp, jax.lax.scan, ...): code traced by it wrote the state and did not "
             "put the earlier value back. brainx has put back the value the state had before "
             "that write. Write states through brainx.transform.jit / scan / grad, or call "
             "state.restore_value(old) before the raw transform's function returns.")
+    return state._value
 
 
 class _TransformCall:
@@ -232,14 +274,16 @@ class _TransformCall:
         _CALLS.depth += 1
 
     def __exit__(self, *exc: Any) -> None:
-        _CALLS.depth -= 1
-        if _SCOPE_LENT:
-            _give_back_scope_writes(_CALLS.depth)
-        if LENT:
-            for ref, _, depth in list(LENT.values()):
-                state = ref()
-                if state is not None and depth > _CALLS.depth:
-                    _give_back_if_ended(state)
+        calls = _CALLS
+        calls.depth -= 1
+        if calls.scope_lent:
+            _give_back_scope_writes(calls.depth)
+        if LENT:  # this thread's entries only: another's depth and traces are its own
+            thread = threading.current_thread()
+            for entry in list(LENT.values()):
+                state = entry[0]()
+                if state is not None and entry[2] > calls.depth and entry[3]() is thread:
+                    _give_back_if_ended(state, entry)
 
 
 _TRANSFORM_CALL = _TransformCall()

@@ -143,8 +143,7 @@ class State(HookableState, ValueProtocol):
         if type(value) is _Expired:
             self._raise_expired(value)
         if LENT and id(self) in LENT:  # holds a raw JAX trace's tracer: is it still running?
-            check_lent(self)
-            value = self._value
+            value = check_lent(self)
         return value
 
     @value.setter
@@ -415,7 +414,7 @@ class State(HookableState, ValueProtocol):
         if type(value) is _Expired:
             self._raise_expired(value)
         if LENT and id(self) in LENT:
-            check_lent(self)
+            return check_lent(self)
         return value
 
     def _raise_expired(self, value: "_Expired"):

@@ -172,7 +172,7 @@ class StateTraceStack:
                 return scope.read_value(state) if value is _MISSING else value
             scope = scope._parent
         if LENT and id(state) in LENT:
-            check_lent(state)
+            return check_lent(state)
         return state._value
 
     def _peek_value(self, state) -> Any:
