@@ -34,7 +34,7 @@ from brainx.transform.compiled.jit_prime import prime
 from brainx.transform.compiled.jit_sharding import compile_pure, state_sharding
 from brainx.transform.core.stateful import (
     RetraceNeeded, StateSignature, as_input, has_static_leaves,
-    read_state_values,
+    read_state_values, same_key,
 )
 
 __all__ = ["JitEntry", "InstanceSharing"]
@@ -159,9 +159,7 @@ class JitEntry:
             return False
         old, local, own = self.plans[0]
         new = sig.trace
-        if (old.arg_mask, old.in_avals, old.inputs, old.out_tree, old.written_specs,
-                old.input_statics) != (new.arg_mask, new.in_avals, new.inputs, new.out_tree,
-                                       new.written_specs, new.input_statics):
+        if not same_key(old, new):
             return False
         same = (self.alive() and self.fits(sig)
                 and local == tuple(self.index[id(s)] for s in sig.states)
@@ -236,9 +234,9 @@ class JitEntry:
         plans, n_written, stateful = self.plans, self.n_written, self.stateful
 
         def pure(values, *dyn_args, **dyn_kwargs):
-            leaves = jax.tree.leaves((dyn_args, dyn_kwargs))
+            leaves, tree = jax.tree.flatten((dyn_args, dyn_kwargs))
             for trace, local, own in reversed(plans):  # the newest trace first
-                result = trace.run([values[i] for i in local], leaves, exact=True)
+                result = trace.run([values[i] for i in local], leaves, tree, exact=True)
                 if result is None:
                     continue
                 out, new_values = result

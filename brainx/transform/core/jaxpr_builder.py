@@ -57,7 +57,7 @@ except ImportError:  # jax before the random package moved
     from jax._src.prng import PRNGKeyArray as _PRNGKeyArray
 
 __all__ = ["trace_to_jaxpr", "new_input", "note_raw_capture", "cache_boundary", "current_trace",
-           "inside_brainx_trace",
+           "inside_brainx_trace", "jax_context",
            "abstractify", "eval_jaxpr",
            "CONCRETE_TYPES", "jit_disabled"]
 
@@ -68,6 +68,18 @@ CONCRETE_TYPES = frozenset({_ArrayImpl, _PRNGKeyArray})
 def jit_disabled() -> bool:
     """``jax.disable_jit()`` is on (read without going through ``jax.config``)."""
     return _config.disable_jit.value
+
+
+def jax_context() -> tuple:
+    """The JAX settings a trace depends on (``jax.jit``'s ``trace_context``, less the axis env).
+
+    ``jax.threefry_partitionable``, ``jax.default_matmul_precision``, x64 and
+    the other settings that change what tracing a function gives; a trace
+    made under other values is not reused (as ``jax.jit`` does not). The
+    axis environment, an object compared by identity, is left out: the
+    transforms that bind axes key their traces themselves.
+    """
+    return tuple(x for x in _config.trace_context() if not isinstance(x, _core.AxisEnv))
 
 
 def _trace_id_state():

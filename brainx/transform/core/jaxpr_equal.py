@@ -8,7 +8,10 @@ and nothing is compiled again.
 
 The comparison is structural and errs on the side of "different": the same
 primitives in the same order, on the same variables (matched by position),
-literals and constants equal by type and value, and equal parameters.
+literals and constants equal by type and value, equal parameters, and equal
+equation contexts (``eqn.ctx``: the random-bits mode of
+``jax.threefry_partitionable``, the compute type, the mesh an equation was
+traced under).
 Parameters are compared by value only for plain data (numbers, strings,
 dtypes, shapes, tuples, nested jaxprs); a Python function among them (a
 ``custom_jvp`` rule, a callback) must be the very same object.
@@ -66,6 +69,7 @@ class _Matcher:
             return False
         for ea, eb in zip(a.eqns, b.eqns):
             if (ea.primitive is not eb.primitive or ea.effects != eb.effects
+                    or getattr(ea, "ctx", None) != getattr(eb, "ctx", None)
                     or not self.atoms(ea.invars, eb.invars)
                     or not self.params(ea.params, eb.params)
                     or not self.bind(ea.outvars, eb.outvars)):

@@ -29,10 +29,12 @@ the owner traces the function again (:func:`run_with_rediscovery`).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import jax
+import numpy as np
 from jax.core import Tracer
 
 from brainx.environ import reads as env_reads
@@ -47,17 +49,21 @@ from brainx.transform.core.state_io import (
     peek_state_values, read_state_values, write_state_values,
 )
 from brainx.transform.core.state_values import (
-    StaticLeaves, WrittenSpec, _as_array, _is_array_like, as_input, build_written,
+    LEAF, StaticLeaves, WrittenSpec, _as_array, _is_array_like, as_input, build_written,
     has_static_leaves, is_array_leaf, is_single_array,
 )
 from brainx.transform.core.jaxpr_builder import (
-    abstractify, current_trace, eval_jaxpr, new_input, trace_to_jaxpr,
+    abstractify, current_trace, eval_jaxpr, jax_context, new_input, trace_to_jaxpr,
 )
 from brainx.transform.core.scope_run import refuse_state_arguments, run_in_scope
 from brainx.transform.core.jaxpr_equal import jaxprs_equal
+from brainx.transform.core.cache_check import (
+    check_same_trace, enabled as check_enabled, tracing_fresh,
+)
 
 __all__ = [
     "StatefulFunction", "StateSignature", "JaxprTrace", "RetraceNeeded", "run_with_rediscovery",
+    "same_key", "const_digests",
     # the core's face: value I/O and value types, defined in state_io / state_values
     "read_state_values", "write_state_values", "peek_state_values", "StaticLeaves",
     "as_input", "has_static_leaves", "is_array_leaf",
@@ -87,6 +93,14 @@ class JaxprTrace:
     ``inputs`` of the signature; its outputs are the output's leaves, then the
     array leaves of the written states' new values. It holds no State, so a
     cache of traces does not keep states alive.
+
+    A trace is the function's meaning for one *type* of call, and its key
+    is what ``jax.jit``'s is: the tree structure of the arguments
+    (``in_tree``) and of every state value read (``input_trees``), with
+    their static data (dict keys, node types, static dataclass fields,
+    brainunit units), and the leaves' shapes, dtypes and weak types
+    (``in_avals``). :meth:`flat_inputs` refuses values of any other type, so
+    no cache replays a trace for another structure.
     """
 
     jaxpr: Any
@@ -96,30 +110,54 @@ class JaxprTrace:
     inputs: Tuple[int, ...]
     out_tree: Any
     written_specs: Tuple[WrittenSpec, ...]
-    # For each input state whose value had leaves JAX cannot trace (a string): its tree
-    # structure and those leaves, which the trace baked in (None: all leaves are arrays).
+    # For each input state whose value had leaves JAX cannot trace (a string): those
+    # leaves, which the trace baked in (None: all leaves are arrays).
     input_statics: Tuple[Any, ...] = ()
     # The global settings (brainx.environ) the trace read, and the values it baked in.
     env_reads: Tuple[Tuple[Any, Any], ...] = ()
+    # The tree structure of ``(dyn_args, dyn_kwargs)`` and of each input state's value
+    # (``LEAF`` for one array), static data included: part of the trace's key.
+    in_tree: Any = None
+    input_trees: Tuple[Any, ...] = ()
+    # A digest of each constant that is a mutable NumPy array, taken when the trace was made:
+    # JAX keeps such a constant as a view of the user's array (see :func:`const_digests`).
+    const_digests: Tuple[Any, ...] = ()
+    # The JAX settings it was traced under (:func:`jax_context`): another random-bits mode
+    # or matmul precision traces again, as under ``jax.jit``.
+    jax_context: Any = None
 
     def flat_inputs(self, state_values: Sequence[Any], arg_leaves: Sequence[Any],
-                    exact: bool = False):
+                    arg_tree: Any, exact: bool = False):
         """The jaxpr's input list for these values, or ``None`` if their types do not fit.
 
-        ``exact``: the weak types must match too, as in ``jax.jit``'s cache key
-        (``int8 + 100`` is int8, ``int8 + int32(100)`` is int32). ``jit`` keeps
-        traces across calls and asks for it; a loop body traced for a weakly
-        typed initial carry runs as it is on the strong carry ``lax.scan``
-        makes of it.
+        ``arg_leaves`` and ``arg_tree`` are ``jax.tree.flatten((dyn_args,
+        dyn_kwargs))``. The types fit when every tree structure equals the
+        trace's (static data included) and every leaf has its aval's shape
+        and dtype. ``exact``: the weak types must match too, as in
+        ``jax.jit``'s cache key (``int8 + 100`` is int8, ``int8 + int32(100)``
+        is int32). ``jit`` keeps traces across calls and asks for it; a loop
+        body traced for a weakly typed initial carry runs as it is on the
+        strong carry ``lax.scan`` makes of it.
         """
-        if len(arg_leaves) != len(self.arg_mask):
+        if arg_tree != self.in_tree or jax_context() != self.jax_context:
             return None
         flat = [x for x, m in zip(arg_leaves, self.arg_mask) if m]
-        for i, statics in zip(self.inputs, self.input_statics or [None] * len(self.inputs)):
+        for i, tree, statics in zip(self.inputs, self.input_trees,
+                                    self.input_statics or [None] * len(self.inputs)):
             value = state_values[i]
-            if statics is not None and _static_part(value) != statics:
+            if is_single_array(value):
+                if tree != LEAF:
+                    return None
+                flat.append(value)
+                continue
+            if type(value) is StaticLeaves:
+                value = value.tree
+            leaves, treedef = jax.tree.flatten(value)
+            if treedef != tree:
+                return None  # dict keys, a node type, a static field or a unit changed
+            if statics is not None and tuple(x for x in leaves if not is_array_leaf(x)) != statics:
                 return None  # a string (or other static leaf) changed: trace again
-            flat += [x for x in jax.tree.leaves(value) if is_array_leaf(x)]
+            flat += [x for x in leaves if is_array_leaf(x)]
         if len(flat) != len(self.in_avals):
             return None
         for x, aval in zip(flat, self.in_avals):
@@ -127,9 +165,10 @@ class JaxprTrace:
                 return None
         return flat
 
-    def run(self, state_values: Sequence[Any], arg_leaves: Sequence[Any], exact: bool = False):
+    def run(self, state_values: Sequence[Any], arg_leaves: Sequence[Any], arg_tree: Any,
+            exact: bool = False):
         """``(out, written_values)``, or ``None`` if the types do not fit (:meth:`flat_inputs`)."""
-        flat = self.flat_inputs(state_values, arg_leaves, exact)
+        flat = self.flat_inputs(state_values, arg_leaves, arg_tree, exact)
         if flat is None:
             return None
         outs = eval_jaxpr(self.jaxpr, self.consts, *flat)
@@ -138,6 +177,21 @@ class JaxprTrace:
         k = self.out_tree.num_leaves
         out = jax.tree.unflatten(self.out_tree, outs[:k])
         return out, build_written(self.written_specs, outs[k:])
+
+
+def same_key(a: JaxprTrace, b: JaxprTrace) -> bool:
+    """Whether two traces were made for the same type of call and lay out their values alike.
+
+    Everything but the jaxpr itself: argument and state-value tree
+    structures, avals, which states are inputs, the output's and the
+    written values' structures, the static leaves baked in, the digests
+    of mutable constants and the JAX settings it was traced under. With :func:`jaxprs_equal` of their jaxprs, one
+    trace may stand for the other.
+    """
+    return ((a.in_tree, a.arg_mask, a.in_avals, a.inputs, a.input_trees, a.input_statics,
+             a.out_tree, a.written_specs, a.const_digests, a.jax_context)
+            == (b.in_tree, b.arg_mask, b.in_avals, b.inputs, b.input_trees, b.input_statics,
+                b.out_tree, b.written_specs, b.const_digests, b.jax_context))
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,14 +228,6 @@ class StateSignature:
     @property
     def write_indices(self) -> Tuple[int, ...]:
         return tuple(i for i, w in enumerate(self.written) if w)
-
-
-def _static_part(value: Any) -> Any:
-    """``(treedef, non-array leaves)`` of a state value (unwrapping ``StaticLeaves``)."""
-    if type(value) is StaticLeaves:
-        value = value.tree
-    leaves, treedef = jax.tree.flatten(value)
-    return treedef, tuple(x for x in leaves if not is_array_leaf(x))
 
 
 def _same_type(x: Any, aval: Any, exact: bool) -> bool:
@@ -282,7 +328,7 @@ class StatefulFunction(StatefulFunctionAPI):
         self.static_argnums, self.static_argnames = infer_static(
             fun, static_argnums, tuple(static_argnames or ()))
         self._has_names = fixed_positional_count(fun) is not None
-        self._last_jaxprs: Dict[Any, Tuple[Any, Sequence[Any]]] = {}  # see _reuse_jaxpr
+        self._last_jaxprs: Dict[Any, Tuple[Any, Sequence[Any], Any]] = {}  # see _reuse_jaxpr
         check_static_argnames(fun, self.static_argnames, self.name)
 
     # -- arguments ---------------------------------------------------------
@@ -372,10 +418,12 @@ class StatefulFunction(StatefulFunctionAPI):
             inputs = tuple(i for i, s in enumerate(states) if s in lifted)
             statics = tuple(_lifted_statics(lifted[states[i]]) for i in inputs)
             found.update(states=states, written=run.written, read=run.read, inputs=inputs,
+                         input_trees=tuple(lifted[states[i]][0] for i in inputs),
                          input_statics=statics if any(x is not None for x in statics) else (),
                          out_tree=run.out_tree, specs=run.specs)
             return run.out_leaves + run.new_arrays()
 
+        context = jax_context()
         with env_reads.recording() as settings:
             jaxpr, consts = trace_to_jaxpr(traced, in_avals, self.name)
         if self.ir_optimizations is not None:
@@ -385,7 +433,9 @@ class StatefulFunction(StatefulFunctionAPI):
             jaxpr=jaxpr, consts=consts, arg_mask=arg_mask,
             in_avals=tuple(v.aval for v in jaxpr.invars), inputs=found["inputs"],
             out_tree=found["out_tree"], written_specs=found["specs"],
-            input_statics=found["input_statics"], env_reads=env_reads.snapshot(settings)))
+            input_statics=found["input_statics"], env_reads=env_reads.snapshot(settings),
+            in_tree=tree, input_trees=found["input_trees"], const_digests=const_digests(consts),
+            jax_context=context))
         return StateSignature(states=found["states"], written=found["written"],
                               read=found["read"], trace=trace)
 
@@ -399,12 +449,16 @@ class StatefulFunction(StatefulFunctionAPI):
         but new jaxpr on each call would compile again; the previous one
         (:func:`jaxprs_equal`: the same computation) is used instead.
         """
-        if any(isinstance(c, Tracer) for c in trace.consts):
+        if tracing_fresh() or any(isinstance(c, Tracer) for c in trace.consts):
             return trace  # an enclosing trace's values: kept by nothing beyond it
         last = self._last_jaxprs.get(key)
-        if last is not None and jaxprs_equal(last[0], last[1], trace.jaxpr, trace.consts):
-            return replace(trace, jaxpr=last[0], consts=last[1])
-        self._last_jaxprs[key] = (trace.jaxpr, trace.consts)
+        if (last is not None and last[2] == trace.const_digests
+                and jaxprs_equal(last[0], last[1], trace.jaxpr, trace.consts)):
+            reused = replace(trace, jaxpr=last[0], consts=last[1])
+            if check_enabled():
+                check_same_trace("jaxpr kept per static key", self.name, reused, trace)
+            return reused
+        self._last_jaxprs[key] = (trace.jaxpr, trace.consts, trace.const_digests)
         if len(self._last_jaxprs) > 8:
             del self._last_jaxprs[next(iter(self._last_jaxprs))]
         return trace
@@ -446,7 +500,7 @@ class StatefulFunction(StatefulFunctionAPI):
         owner = self if owner is _SELF else owner
 
         def pure(state_values, *dyn_args, **dyn_kwargs):
-            result = trace.run(state_values, jax.tree.leaves((dyn_args, dyn_kwargs)), exact)
+            result = trace.run(state_values, *jax.tree.flatten((dyn_args, dyn_kwargs)), exact)
             if result is None:
                 raise RetraceNeeded(owner)
             return result
@@ -466,8 +520,28 @@ class StatefulFunction(StatefulFunctionAPI):
 
 
 def _lifted_statics(lifted: Tuple[Any, list]) -> Any:
-    treedef, leaves = lifted
+    """The leaves of a lifted state value that JAX cannot trace (``None``: there are none)."""
+    _, leaves = lifted
     statics = tuple(x for x in leaves if not isinstance(x, Tracer) and not is_array_leaf(x))
-    return (treedef, statics) if statics else None
+    return statics or None
+
+
+def const_digests(consts: Sequence[Any]) -> Tuple[Any, ...]:
+    """A digest of each constant that is a writeable NumPy array (``None`` for the others).
+
+    JAX keeps a NumPy array a function closes over as a constant that is a
+    view of the user's array, so comparing an old trace's constant with a
+    new one's after ``K[:] = 2`` compares the buffer with itself. The digest,
+    taken when the trace is made, is what the trace baked in; two traces are
+    the same only if their digests are equal too.
+    """
+    return tuple(_digest(c) if isinstance(c, np.ndarray) and c.flags.writeable else None
+                 for c in consts)
+
+
+def _digest(array: np.ndarray) -> Tuple[Any, ...]:
+    data = np.ascontiguousarray(array)
+    return (array.shape, array.dtype.str, hashlib.blake2b(data.view(np.uint8).ravel(),
+                                                          digest_size=16).digest())
 
 

@@ -23,6 +23,7 @@ from brainx.environ.settings import settings_unchanged
 from brainx.state.refs import StateRef
 from brainx.state.state import _EPOCH, State
 from brainx.state.trace import StateTraceStack
+from brainx.transform.core import cache_check
 from brainx.transform.core.jaxpr_builder import abstractify
 from brainx.transform.core.state_io import peek_state_values, read_state_values, write_state_values
 from brainx.transform.core.state_values import _is_array_like
@@ -139,9 +140,16 @@ class StatefulFunctionAPI:
             return False
         if not settings_unchanged(sig.trace.env_reads):
             return False
-        _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        return sig.trace.flat_inputs(peek_state_values(sig.states),
-                                     jax.tree.leaves((dyn_args, dyn_kwargs))) is not None
+        key, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
+        if sig.trace.flat_inputs(peek_state_values(sig.states),
+                                 *jax.tree.flatten((dyn_args, dyn_kwargs))) is None:
+            return False
+        if cache_check.enabled():
+            with cache_check.fresh_tracing():
+                fresh = self.discover(key, dyn_args, dyn_kwargs)
+            cache_check.check_reuse("make_jaxpr cache", self.name, sig.states, sig.written,
+                                    sig.trace, fresh)
+        return True
 
     def _stale_states(self, sig) -> str:
         return ", ".join(repr(s) for s in sig.states) or "no states"
@@ -278,7 +286,7 @@ class StatefulFunctionAPI:
         sig = self._cached(args, kwargs, True)
         state_vals = self._check_state_vals(sig, state_vals, "jaxpr_call")
         _, dyn_args, dyn_kwargs = self.split_args(args, kwargs)
-        if sig.trace.flat_inputs(state_vals, jax.tree.leaves((dyn_args, dyn_kwargs))) is None:
+        if sig.trace.flat_inputs(state_vals, *jax.tree.flatten((dyn_args, dyn_kwargs))) is None:
             raise ValueError(
                 f"{self.name}.jaxpr_call: the state values do not have the shapes and dtypes "
                 f"the trace was made with (states {list(sig.states)!r}). Give values shaped "
