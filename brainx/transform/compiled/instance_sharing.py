@@ -23,8 +23,9 @@ value                                   in the key
 NumPy / JAX arrays                      shape, dtype, weak type, sharding and
                                         content
 brainunit ``Quantity`` / ``Unit``       unit and content
-``brainx.graph.Node`` (a Module)        type, attributes, and the data
-                                        attributes of its class
+``brainx.graph.Node`` (a Module)        type, attributes, and the attributes
+                                        of its class (data by value, methods
+                                        and other objects by identity)
 ``State``                               type, name, metadata and value type
                                         (non-array leaves by value)
 objects whose class sets               type and attributes
@@ -44,7 +45,13 @@ anything else                           identity (shared only if both instances
 A subclass of ``float`` or ``dict`` with attributes of its own, a
 ``defaultdict``, an object of any other class: by identity, so per-instance
 objects are never taken for equal. A value reached by identity (or through
-the class) is frozen at the first trace, as a closure is under ``jax.jit``.
+the class) is frozen at the first trace, as a closure is under ``jax.jit``:
+changed in place, it is not seen. The key holds such objects weakly where
+they allow it (see :class:`_Identity`), so a cache keyed by it keeps no
+instance alive. What the key cannot see at all (a value kept outside the
+instance, in a ``WeakKeyDictionary`` keyed by it) is why sharing can be
+turned off (``transform.jit(share_instances=False)``, or
+``__brainx_share_jit__ = False`` on a class).
 
 States with hooks, tracers, and graphs too large to walk give ``None``: the
 instance is traced on its own. The walk also notes the states that something
@@ -61,6 +68,7 @@ import hashlib
 import struct
 import sys
 import types
+import weakref
 from typing import Any, Dict, FrozenSet, Hashable, List, Optional, Tuple
 
 import jax
@@ -92,18 +100,59 @@ class _Unshareable(Exception):
 
 
 class _Identity:
-    """A key item equal only to the same object (and keeping it alive, so its id is not reused)."""
+    """A key item equal only to the same object, while that object is alive.
+
+    It holds the object weakly where the object allows it, so a key kept in a
+    cache (a shared method's templates) does not keep a user's object (or the
+    instance it refers to) alive; once the object is gone the item equals
+    nothing, so an object later made at the same address is not taken for
+    it. An object that cannot be weakly referenced (a ``dict``, a ``list``)
+    is held strongly.
+
+    Examples
+    --------
+    >>> from brainx.transform.compiled.instance_sharing import _Identity
+    >>> class Thing:
+    ...     pass
+    >>> a = Thing()
+    >>> _Identity(a) == _Identity(a), _Identity(a) == _Identity(Thing())
+    (True, False)
+    """
+
+    __slots__ = ("_ref", "_hash")
+
+    def __init__(self, obj: Any):
+        self._hash = id(obj)
+        try:
+            self._ref = weakref.ref(obj)
+        except TypeError:  # not weakly referenceable: held, so its id is not reused
+            self._ref = _Strong(obj)
+
+    @property
+    def obj(self) -> Any:
+        """The object (``None`` once it was garbage collected)."""
+        return self._ref()
+
+    def __eq__(self, other: Any) -> bool:
+        if type(other) is not _Identity or other._hash != self._hash:
+            return False
+        obj = self._ref()
+        return obj is not None and other._ref() is obj
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+class _Strong:
+    """A strong reference called like a weak one."""
 
     __slots__ = ("obj",)
 
     def __init__(self, obj: Any):
         self.obj = obj
 
-    def __eq__(self, other: Any) -> bool:
-        return type(other) is _Identity and other.obj is self.obj
-
-    def __hash__(self) -> int:
-        return id(self.obj)
+    def __call__(self) -> Any:
+        return self.obj
 
 
 class GraphDefinition:
@@ -239,22 +288,30 @@ class _Walker:
                 self.node(dict(vars(f)), path + ("<dict>",)))
 
     def _class_key(self, cls: type) -> Hashable:
-        """The data attributes of ``cls`` and its bases (changed before a trace: another key)."""
+        """The attributes of ``cls`` and its bases (changed before a trace: another key).
+
+        Scalars by value; methods, properties, nested classes and other
+        objects by identity, so a method or class attribute rebound on the
+        class (``Cell.helper = other``) between two instances' first calls
+        is seen. Dunder names (``__init__``, ``__doc__``) are left out.
+        """
         key = self.class_keys.get(cls)
         if key is None:
             items = []
             for base in cls.__mro__[:-1]:
                 for name, value in vars(base).items():
-                    if name.startswith("__") or hasattr(type(value), "__get__") or isinstance(
-                            value, type):
-                        continue  # methods, properties, descriptors, nested classes
+                    if name.startswith("__"):
+                        continue
                     items.append((base.__qualname__, name, self._class_value(value)))
             key = self.class_keys[cls] = tuple(items)
         return key
 
     def _class_value(self, value: Any) -> Hashable:
-        if type(value) in _SCALARS:
+        t = type(value)
+        if t in _SCALARS:
             return _scalar_key(value)
+        if t is types.FunctionType:  # a method: equal only to itself (held, as its class is)
+            return value
         return ("id", _Identity(value))  # one object, the same for every instance of the class
 
     def referenced_outside(self) -> FrozenSet[Tuple]:

@@ -11,6 +11,7 @@ import jax
 from brainx.environ import reads as env_reads
 from brainx.state.state import _EPOCH, State
 from brainx.util.filter import to_predicate
+from brainx.transform.core import cache_check
 from brainx.transform.core.arguments import no_function
 from brainx.transform.core.bound import bind_to_instance
 from brainx.transform.core.jaxpr_builder import jit_disabled
@@ -38,12 +39,13 @@ class JittedFunction:
 
     def __init__(self, fun: Callable, static_argnums=(), static_argnames=(), donate_argnums=(),
                  _sharing: Optional[InstanceSharing] = None, name: Optional[str] = None,
-                 donate_states: Any = False, **jit_kwargs):
+                 donate_states: Any = False, share_instances: bool = True, **jit_kwargs):
         if name is not None and not isinstance(name, str):
             raise TypeError(f"jit: name must be a string, got {name!r}.")
         self.fun = fun
         self.name = name
         self._sharing = _sharing  # set for a method bound to an instance (shared traces)
+        self._share_instances = share_instances  # as a method: may instances share traces?
         self._instance_sharing: Optional[InstanceSharing] = None  # this method's, for its instances
         self._graph = None
         self.stateful = StatefulFunction(fun, static_argnums, static_argnames,
@@ -138,8 +140,8 @@ class JittedFunction:
 
     def _install_fast_call(self, key, entry: JitEntry) -> None:
         """Give ``entry`` its generated call; it becomes ``__call__`` if there are no statics."""
-        if entry.static:  # static leaves in state values: the general path makes them inputs
-            entry.fast = None
+        if entry.static or cache_check.enabled():  # static leaves in state values: the
+            entry.fast = None                          # general path makes them inputs
         else:
             write_refs = entry.write_refs
             entry.fast = make_fast_call(
@@ -218,7 +220,7 @@ class JittedFunction:
     def __get__(self, instance, owner=None):
         if instance is None:
             return self
-        if self._instance_sharing is None:
+        if self._instance_sharing is None and self._share_instances:
             self._instance_sharing = InstanceSharing()
         return bind_to_instance(self, instance, lambda f, **kw: JittedFunction(f, **kw), dict(
             static_argnums=self._static_argnums, static_argnames=self._static_argnames,
@@ -239,12 +241,23 @@ class JittedFunction:
             env_reads.replay(entry.env_reads)  # an enclosing trace depends on these too
             return entry
 
-
+        entry = self._trace(key, dyn_args, dyn_kwargs) if traced else current()
+        if cache_check.enabled():
+            self._check_reuse(key, entry, dyn_args, dyn_kwargs)
         return run_with_rediscovery(
             lambda entry: (entry, use(entry, dyn_args, dyn_kwargs)),
-            self._trace(key, dyn_args, dyn_kwargs) if traced else current(),
+            entry,
             lambda: self._trace(key, dyn_args, dyn_kwargs),
             lambda owner: owner is None or owner is self.stateful)
+
+    def _check_reuse(self, key, entry: JitEntry, dyn_args: tuple, dyn_kwargs: dict) -> None:
+        """``BRAINX_CHECK_CACHES``: the trace ``entry`` runs for this call against a fresh one."""
+        plan = entry.plan_for(dyn_args, dyn_kwargs)
+        if plan is None:  # no trace of the entry fits: the call traces anew
+            return
+        with cache_check.fresh_tracing():
+            fresh = self.stateful.discover(key, dyn_args, dyn_kwargs)
+        cache_check.check_reuse("jit cache", self.stateful.name, *plan, fresh)
 
     def _with_entry(self, args: tuple, kwargs: dict, use: Callable[[JitEntry, tuple, dict], Any]):
         """``(key, entry, use(entry, dyn_args, dyn_kwargs))`` for a call's arguments."""
@@ -353,7 +366,8 @@ class Compiled:
 
 def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), donate_argnums: int | Sequence[int] = (),
-        donate_states: Any = False, name: Optional[str] = None, **jit_kwargs) -> Any:
+        donate_states: Any = False, name: Optional[str] = None, share_instances: bool = True,
+        **jit_kwargs) -> Any:
     """Compile a function that reads and writes states with ``jax.jit``.
 
     The function is traced once per value of the static arguments and per
@@ -379,6 +393,19 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
     alive is not seen: call ``brainx.state.structure_changed()`` or
     ``clear_cache()`` after such a swap. Creating states costs nothing.
 
+    Methods. On a method (``@jit`` in a class body), instances of the class
+    share traces: an instance whose attributes, sub-objects, state types and
+    class attributes equal those of one already traced, called with
+    arguments of the same types, runs that instance's compiled function on
+    its own states, with no trace. So a shared method may depend on the
+    instance's attributes, its class's attributes and methods, the module
+    globals its own code names, ``brainx.environ`` settings and its
+    arguments, but not on per-instance values kept outside the instance (a
+    ``WeakKeyDictionary`` keyed by it, a registry). For such a method pass
+    ``share_instances=False``, or set ``__brainx_share_jit__ = False`` on
+    the class: each instance then traces its own. See
+    :class:`~brainx.transform.compiled.jit_entry.InstanceSharing`.
+
     Calls are not atomic: two threads calling a function that writes the
     same state both read its old value, and the later write-back wins. Use a
     lock, or per-thread states.
@@ -402,6 +429,10 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
         The name of the compiled computation (its HLO module, and so the
         profiler's, is named after it) and of the transform in error
         messages; by default the function's ``__name__``.
+    share_instances : bool
+        For a method: whether instances of its class with equal structure
+        share one trace and compiled function (default ``True``; see
+        *Methods* above). ``False``: every instance traces its own.
     **jit_kwargs
         Passed to ``jax.jit`` (``in_shardings``, ``out_shardings``,
         ``keep_unused``, ``device``, ``backend``, ``inline``,
@@ -434,10 +465,10 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_states=donate_states,
-                                 name=name, **jit_kwargs)
+                                 name=name, share_instances=share_instances, **jit_kwargs)
     for bad in ("abstracted_axes",):
         if bad in jit_kwargs:
             raise NotImplementedError(f"brainx.transform.jit does not support {bad!r} yet.")
     return JittedFunction(fun, static_argnums=static_argnums, static_argnames=static_argnames,
                           donate_argnums=donate_argnums, donate_states=donate_states, name=name,
-                          **jit_kwargs)
+                          share_instances=share_instances, **jit_kwargs)

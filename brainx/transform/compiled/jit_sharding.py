@@ -109,30 +109,42 @@ def compile_pure(pure: Callable, owner: Any, states: Sequence[Any],
     """
     kwargs = dict(owner._jit_kwargs)
     in_user = kwargs.pop("in_shardings", _UNSET)
+    # What the owner and the states decide is read now: the result (kept by a cache that
+    # other instances share) holds neither, so it keeps no instance or state alive.
+    plan = _StatePlan(owner, states, write_states)
     if in_user is not _UNSET and not isinstance(in_user, (tuple, list)):
-        return _PerArity(lambda n: _compile(pure, owner, states, write_states, kwargs,
-                                            (in_user,) * n))
-    return _compile(pure, owner, states, write_states, kwargs,
-                    _UNSET if in_user is _UNSET else tuple(in_user))
+        return _PerArity(lambda n: _compile(pure, plan, kwargs, (in_user,) * n))
+    return _compile(pure, plan, kwargs, _UNSET if in_user is _UNSET else tuple(in_user))
 
 
-def _compile(pure: Callable, owner: Any, states: Sequence[Any], write_states: Sequence[Any],
-             kwargs: dict, in_user: Any) -> Callable:
+class _StatePlan:
+    """What :func:`compile_pure` needs of its owner and states, read once (holding neither)."""
+
+    def __init__(self, owner: Any, states: Sequence[Any], write_states: Sequence[Any]):
+        self.state_in = [state_sharding(s) for s in states]
+        self.state_out = [state_sharding(s) for s in write_states]
+        donates = getattr(owner, "_donate_states", None)
+        written = {id(s) for s in write_states}
+        self.donated = [] if donates is None else [i for i, s in enumerate(states)
+                                                   if id(s) in written and donates(s)]
+        self.names = [repr(states[i]) for i in self.donated]
+        self.n_states = len(states)
+        self.donate = owner._donate
+        where = {id(s): i for i, s in enumerate(states)}
+        self.write_pos = [where[id(s)] for s in write_states]
+
+
+def _compile(pure: Callable, plan: _StatePlan, kwargs: dict, in_user: Any) -> Callable:
     """:func:`compile_pure` with ``in_user``: one sharding per positional argument, or unset.
 
-    What the states decide (their shardings, which are donated, their names) is
-    read here, once: the functions made later (per placement) hold no state.
+    What the states decide (their shardings, which are donated, their names) was
+    read once, into ``plan``: the functions made here and later (per placement)
+    hold no state.
     """
-    state_in = [state_sharding(s) for s in states]
-    state_out = [state_sharding(s) for s in write_states]
-    donates = getattr(owner, "_donate_states", None)
-    written = {id(s) for s in write_states}
-    donated = [] if donates is None else [i for i, s in enumerate(states)
-                                          if id(s) in written and donates(s)]
-    names = [repr(states[i]) for i in donated]
-    build = functools.partial(_build, n_states=len(states), kwargs=kwargs, in_user=in_user,
-                              donate=owner._donate, state_in=state_in, donated=donated,
-                              names=names)
+    state_out = plan.state_out
+    build = functools.partial(_build, n_states=plan.n_states, kwargs=kwargs, in_user=in_user,
+                              donate=plan.donate, state_in=plan.state_in, donated=plan.donated,
+                              names=plan.names)
     kept = [k for k, sh in enumerate(state_out) if sh is None]
     if kept and jax.device_count() > 1:  # a written value may be spread over several devices
         def make(placements: tuple, exact: bool) -> Callable:
@@ -142,8 +154,7 @@ def _compile(pure: Callable, owner: Any, states: Sequence[Any], write_states: Se
                     out[k] = _one_sharding(where)
             return build(_placed(pure, kept, placements, exact), state_out=out)
 
-        where = {id(s): i for i, s in enumerate(states)}
-        return _KeepPlacement(make, [where[id(write_states[k])] for k in kept])
+        return _KeepPlacement(make, [plan.write_pos[k] for k in kept])
     return build(pure, state_out=state_out)
 
 

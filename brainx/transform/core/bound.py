@@ -48,22 +48,27 @@ _SLOTS_LIMIT = 256
 def _slots_cache(transform: Any, instance: Any) -> Dict[int, Any]:
     """The bound transforms of an instance with no ``__dict__``, kept on ``transform``.
 
-    Held until the instance is garbage collected (when it can be weakly
-    referenced), else the most recent ``_SLOTS_LIMIT`` instances are kept
-    alive with their transforms.
+    A bound transform holds its instance (as a bound method does), so the
+    table keeps the instances it holds alive: only the ``_SLOTS_LIMIT`` most
+    recently bound are kept (an instance dropped from it and bound again
+    traces again). The weak reference drops an entry early when its
+    instance dies some other way and frees the id for a new object.
     """
     table = transform.__dict__.setdefault("_slots_bound", {})
-    found = table.get(id(instance))
+    key = id(instance)
+    found = table.get(key)
     if found is not None and found[0]() is instance:
+        table[key] = table.pop(key)  # the most recently used last
         return found[1]
     per_instance: Dict[int, Any] = {}
     try:
-        ref = weakref.ref(instance, lambda _r, key=id(instance): table.pop(key, None))
-    except TypeError:  # no __weakref__ slot either: keep it alive, bounded
+        ref = weakref.ref(instance, lambda _r, key=key: table.pop(key, None))
+    except TypeError:  # no __weakref__ slot either
         ref = (lambda obj: (lambda: obj))(instance)
-        while len(table) >= _SLOTS_LIMIT:
-            del table[next(iter(table))]
-    table[id(instance)] = (ref, per_instance)
+    table.pop(key, None)
+    while len(table) >= _SLOTS_LIMIT:
+        del table[next(iter(table))]
+    table[key] = (ref, per_instance)
     return per_instance
 
 
