@@ -64,6 +64,7 @@ def test_io_loads_a_weakly_typed_value_weakly_typed(tmp_path):
     assert (fresh["strong"].value + half).dtype == (before["strong"] + half).dtype
 
 
+@pytest.mark.counts_traces
 def test_io_weak_value_does_not_retrace_after_load_and_old_files_load_strong(tmp_path):
     path = tmp_path / "w.msgpack"
     s = brainx.State(jnp.asarray(1.5), name="s")

@@ -94,6 +94,7 @@ def test_decorator_with_and_without_arguments():
     assert transform.remat is transform.checkpoint
 
 
+@pytest.mark.counts_traces
 def test_checkpoint_inside_lax_scan_inside_grad():
     m = Model()
     step = transform.checkpoint(m.step, prevent_cse=False)
@@ -243,6 +244,7 @@ def _temp_bytes(fn, *args):
     return fn.lower(*args).compile().memory_analysis().temp_size_in_bytes
 
 
+@pytest.mark.counts_traces
 def test_temp_memory_equals_raw_jax_with_and_without_checkpoint():
     n, steps = 64, 60
     m = Model()

@@ -230,6 +230,7 @@ def test_bad_arguments_are_refused_before_tracing():
     assert_close(m.values(), before)
 
 
+@pytest.mark.counts_traces
 def test_cond_and_switch_outside_jit_compile_once():
     m = Model()
     traces = []

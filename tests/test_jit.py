@@ -75,6 +75,7 @@ def test_states_holding_pytrees_and_quantities():
     assert np.allclose(p.value["a"], 2.0) and float(p.value["b"][0]) == 1.0
 
 
+@pytest.mark.counts_traces
 def test_dispatch_from_cache_without_retracing():
     traces = []
     h = brainx.HiddenState(jnp.zeros(2))
@@ -224,6 +225,7 @@ def test_plain_object_rebound_to_a_new_state_is_found_when_the_old_one_dies():
     assert np.allclose(step(), 11.0)
 
 
+@pytest.mark.counts_traces
 def test_creating_unrelated_states_does_not_retrace():
     traces = []
     h = brainx.HiddenState(jnp.zeros(2))

@@ -34,6 +34,7 @@ def reference(tau, bias, xs):
     return v
 
 
+@pytest.mark.counts_traces
 def test_second_instance_reuses_the_trace_and_the_executable():
     a, b = Cell(tau=7.0), Cell(tau=7.0)
     before = TRACES["Cell"]
@@ -49,6 +50,7 @@ def test_second_instance_reuses_the_trace_and_the_executable():
                                rtol=1e-6)
 
 
+@pytest.mark.counts_traces
 def test_instances_with_other_python_values_are_not_shared():
     a, b = Cell(tau=10.0), Cell(tau=5.0)             # tau is a constant of the trace
     c = Cell(bias=jnp.ones(3))                       # a plain array attribute, also a constant
@@ -61,6 +63,7 @@ def test_instances_with_other_python_values_are_not_shared():
     np.testing.assert_allclose(c.v.value, reference(10.0, np.ones(3), [np.ones(3)]), rtol=1e-6)
 
 
+@pytest.mark.counts_traces
 def test_other_state_shapes_and_argument_types_are_not_shared():
     a, b = Cell(n=3), Cell(n=4)
     a.step(jnp.ones(3))
@@ -122,6 +125,7 @@ def test_a_shared_executable_still_recompiles_for_new_shapes_per_instance():
                                rtol=1e-6)
 
 
+@pytest.mark.counts_traces
 def test_a_method_on_a_class_with_slots_traces_once():
     traces = []
 
@@ -142,6 +146,7 @@ def test_a_method_on_a_class_with_slots_traces_once():
     assert float(obj.h.value) == 4.0 and len(traces) == 1
 
 
+@pytest.mark.counts_traces
 def test_alternating_shapes_that_touch_different_states_compile_once_each():
     traces = []
     small, large = brainx.State(jnp.zeros(())), brainx.State(jnp.zeros(()))

@@ -202,6 +202,7 @@ def test_states_with_a_sharding_are_not_rebound():
     assert len(made) == 2 and np.all(np.asarray(made[1].value) != 0.0)
 
 
+@pytest.mark.counts_traces
 @pytest.mark.parametrize("calls", [2, 4])
 def test_rebinding_keeps_the_fast_path(calls):
     x = jnp.ones(4)

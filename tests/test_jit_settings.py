@@ -7,6 +7,7 @@ the reference here is the same function run eagerly under the same settings).
 
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax import monitoring
 
 import brainx
@@ -57,6 +58,7 @@ def test_a_new_dt_retraces_a_decay_step():
     np.testing.assert_allclose(h.value, np.full(3, np.exp(-0.1) * np.exp(-0.2)), rtol=1e-6)
 
 
+@pytest.mark.counts_traces
 def test_settings_the_function_does_not_read_cost_no_trace():
     traces = []
     h = brainx.HiddenState(jnp.zeros(2))

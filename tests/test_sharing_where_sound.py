@@ -41,6 +41,7 @@ def lif_class():
     return LIF
 
 
+@pytest.mark.counts_traces
 def test_simple_modules_share_one_trace():
     xs = [jnp.full(4, 2.0), jnp.full(4, 3.5), jnp.full(4, 1.0)]
     LIF = lif_class()
@@ -80,6 +81,7 @@ def activated_class():
     return Activated
 
 
+@pytest.mark.counts_traces
 @pytest.mark.parametrize("act", [jnp.tanh, jax.nn.relu], ids=["jnp.tanh", "jax.nn.relu"])
 def test_module_level_activation_functions_share(act):
     x = jnp.array([-1.0, 0.5, 2.0])
@@ -116,6 +118,7 @@ def closure_class():
     return Closure
 
 
+@pytest.mark.counts_traces
 def test_per_instance_lambdas_with_equal_closures_share():
     x = jnp.array([1.0, 2.0])
     Closure = closure_class()

@@ -77,9 +77,11 @@ def jax_context() -> tuple:
     the other settings that change what tracing a function gives; a trace
     made under other values is not reused (as ``jax.jit`` does not). The
     axis environment, an object compared by identity, is left out: the
-    transforms that bind axes key their traces themselves.
+    transforms that bind axes key their traces themselves, and so is brainx's
+    own ``brainx_trace_id`` (a nonce for JAX's caches, not a setting).
     """
-    return tuple(x for x in _config.trace_context() if not isinstance(x, _core.AxisEnv))
+    return tuple(x for i, x in enumerate(_config.trace_context())
+                 if i != _TRACE_ID_POSITION and not isinstance(x, _core.AxisEnv))
 
 
 def _trace_id_state():
@@ -93,6 +95,21 @@ def _trace_id_state():
 
 
 _TRACE_ID = _trace_id_state()
+
+
+def _position_in_trace_context(state: Any) -> int:
+    """Where ``state``'s value stands in ``trace_context()`` (-1: not there)."""
+    before = _config.trace_context()
+    previous = state.swap_local(-7)
+    try:
+        after = _config.trace_context()
+    finally:
+        state.set_local(previous)
+    moved = [i for i, (a, b) in enumerate(zip(before, after)) if a is not b and a != b]
+    return moved[0] if len(moved) == 1 else -1
+
+
+_TRACE_ID_POSITION = _position_in_trace_context(_TRACE_ID)
 _IDS = itertools.count(1)
 
 

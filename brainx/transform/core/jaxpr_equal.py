@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Dict, Sequence
 
 import numpy as np
+from jax._src import linear_util as _lu
 from jax.extend import core as _core
 
 from brainx.util.equality import same_value
@@ -31,8 +32,15 @@ __all__ = ["jaxprs_equal"]
 _PLAIN = (bool, int, float, complex, str, bytes, type(None), np.dtype)
 
 
-def jaxprs_equal(a: Any, a_consts: Sequence[Any], b: Any, b_consts: Sequence[Any]) -> bool:
+def jaxprs_equal(a: Any, a_consts: Sequence[Any], b: Any, b_consts: Sequence[Any], *,
+                 functions_by_name: bool = False) -> bool:
     """Whether jaxpr ``a`` with ``a_consts`` computes what ``b`` with ``b_consts`` does.
+
+    ``functions_by_name``: a function among the parameters (a ``custom_jvp``
+    rule, which JAX wraps anew on every trace) is taken as equal to one of
+    the same name, instead of only to itself. That is a weaker test, for
+    checking a cache against a fresh trace (:mod:`.cache_check`), never for
+    deciding to reuse one.
 
     Examples
     --------
@@ -49,13 +57,14 @@ def jaxprs_equal(a: Any, a_consts: Sequence[Any], b: Any, b_consts: Sequence[Any
             x is y for x, y in zip(a_consts, b_consts)):
         return True
     try:
-        return _Matcher().jaxpr(a, a_consts, b, b_consts)
+        return _Matcher(functions_by_name).jaxpr(a, a_consts, b, b_consts)
     except Exception:  # anything unexpected: not provably equal
         return False
 
 
 class _Matcher:
-    def __init__(self):
+    def __init__(self, functions_by_name: bool = False):
+        self.functions_by_name = functions_by_name
         self.vars: Dict[Any, Any] = {}  # a's variables -> b's
 
     def jaxpr(self, a: Any, a_consts: Sequence[Any], b: Any, b_consts: Sequence[Any]) -> bool:
@@ -105,18 +114,26 @@ class _Matcher:
         if type(x) is not type(y):
             return False
         if isinstance(x, _core.ClosedJaxpr):
-            return _Matcher().jaxpr(x.jaxpr, x.consts, y.jaxpr, y.consts)
+            return _Matcher(self.functions_by_name).jaxpr(x.jaxpr, x.consts, y.jaxpr, y.consts)
         if isinstance(x, _core.Jaxpr):
-            return _Matcher().jaxpr(x, (), y, ())
+            return _Matcher(self.functions_by_name).jaxpr(x, (), y, ())
         if isinstance(x, (tuple, list)):
             return len(x) == len(y) and all(self.param(p, q) for p, q in zip(x, y))
         if isinstance(x, dict):
             return self.params(x, y)
         if isinstance(x, _PLAIN) or isinstance(x, (np.ndarray, np.generic)):
             return same_value(x, y)
+        if self.functions_by_name and (callable(x) or isinstance(x, _lu.WrappedFun)):
+            return _function_name(x) == _function_name(y)
         if callable(x):
             return False  # a function (a custom rule, a callback): only the same object
         try:  # an aval, a sharding, a NamedTuple of options: by their own equality
             return bool(x == y)
         except Exception:
             return False
+
+
+def _function_name(f: Any) -> tuple:
+    f = getattr(f, "f", f)  # a WrappedFun: the function it wraps
+    f = getattr(f, "func", f)  # a functools.partial
+    return (type(f).__qualname__, getattr(f, "__module__", None), getattr(f, "__qualname__", None))
