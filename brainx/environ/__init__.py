@@ -24,9 +24,12 @@ Every function takes an ``env=`` keyword to work on an
 :class:`EnvironmentState` of its own instead of the global one (settings,
 behaviours and contexts kept apart, as in brainstate).
 
-Settings are read when a function is *traced*: a jitted step keeps the ``dt``
-it was compiled with, like any Python value it closes over. Call the step's
-``clear_cache()`` (or make ``dt`` an argument) to change it afterwards.
+Settings are read when a function is *traced*. Most are baked into the trace
+like any Python value it closes over, and ``transform.jit`` traces again when
+one it read has changed (a new ``dt``, ``fit``, ``precision``). The per-step
+settings (``t``, ``i`` and array values: see :func:`set_per_step`) are inputs
+of the compiled program instead: a step called under a new
+``context(t=...)`` each time compiles once and sees every ``t``.
 
 Examples
 --------
@@ -52,10 +55,13 @@ from .precision import (dctype, dftype, ditype, dutype, get_precision, set_preci
                         tolerance)
 from .settings import (all, context, get, get_dt, list_registered_behaviors, pop,
                        register_default_behavior, reset, set, unregister_default_behavior)
+from .step_values import get_per_step, set_per_step
 
 __all__ = [
     # settings
     "set", "get", "all", "pop", "context", "reset", "get_dt", "EnvironmentState",
+    # per-step settings: inputs of compiled functions
+    "set_per_step", "get_per_step",
     # platform and devices
     "set_platform", "get_platform", "set_host_device_count", "get_host_device_count",
     # precision and default dtypes

@@ -15,7 +15,9 @@ traced under ``context(fit=True)`` must not run as in training under
   (:func:`brainx.environ.settings.settings_unchanged`).
 
 Only the global environment is tracked; an ``EnvironmentState`` passed as
-``env=`` is the program's own object, read like any Python value.
+``env=`` is the program's own object, read like any Python value. The
+per-step settings (``t``, ``i``, array values: :mod:`brainx.environ.step_values`)
+are not recorded: the trace takes them as inputs.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, Dict, Hashable, Iterator, Mapping, Tuple
 from brainx.util.equality import same_value
 
 __all__ = ["VERSION", "changed", "recording", "record", "replay", "shadow", "unshadow",
-           "same_setting", "snapshot"]
+           "same_setting", "shadowed", "snapshot"]
 
 #: Grows whenever a global setting may have changed (compared by compiled calls).
 VERSION = [0]
@@ -74,6 +76,14 @@ def unshadow(marked: list) -> None:
     for reads, key in marked:
         if reads.get(key) is _LOCAL:
             del reads[key]
+
+
+def shadowed(key: Hashable) -> bool:
+    """Whether a ``context`` opened inside a trace in progress sets ``key`` (see :func:`shadow`)."""
+    for reads in _RECORDERS.stack:
+        if reads.get(key) is _LOCAL:
+            return True
+    return False
 
 
 def replay(reads: Mapping[Hashable, Any]) -> None:

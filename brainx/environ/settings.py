@@ -15,7 +15,9 @@ from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional
 import jax
 import numpy as np
 
-from . import dtypes, reads
+from brainx.state.trace import _THREAD
+
+from . import dtypes, reads, step_values
 from .env_state import GLOBAL_ENV, EnvironmentState, resolve
 from .keys import DEFAULT_PRECISION, DT, GLOBAL_ONLY, HOST_DEVICE_COUNT, PLATFORM, PRECISION
 from .platform import get_host_device_count, get_platform, set_host_device_count, set_platform
@@ -135,6 +137,24 @@ def get(key: Hashable, default: Any = _MISSING, desc: Optional[str] = None, *,
     :func:`get_platform` and :func:`get_host_device_count`. Raises ``KeyError``
     (with a hint on how to set it) when the key is unset and no ``default`` is
     given.
+
+    Inside a brainx trace (``transform.jit``, a loop, ``vmap``, ``grad``), a
+    per-step setting (``t``, ``i``, an array value: see
+    :func:`~brainx.environ.set_per_step`) read from the global environment
+    gives a tracer, an input of the compiled program that takes the
+    setting's value at each call; any other setting gives its value, and the
+    trace is made again when that value changes.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from brainx import environ, transform
+    >>> scale = transform.jit(lambda x: x * environ.get("t"))
+    >>> for t in (1.0, 2.0):                 # one compilation, each call's t
+    ...     with environ.context(t=t):
+    ...         print(scale(jnp.ones(2)))
+    [1. 1.]
+    [2. 2.]
     """
     if key == PLATFORM:
         return get_platform()
@@ -143,6 +163,8 @@ def get(key: Hashable, default: Any = _MISSING, desc: Optional[str] = None, *,
     env = resolve(env)
     value = _lookup(env, key)
     if env is GLOBAL_ENV and reads._RECORDERS.stack:  # a trace in progress depends on it
+        if _step_input(key, value):
+            return step_values.traced_value(key)  # an input of the trace, not in its key
         reads.record(key, reads._NOT_SET if value is _UNSET else value)
     if value is not _UNSET:
         return value
@@ -167,6 +189,32 @@ def _lookup(env: EnvironmentState, key: Hashable) -> Any:
     return value
 
 
+def current_value(key: Hashable, default: Any = None) -> Any:
+    """The global value of ``key`` in this thread, read by no trace (``default`` if unset).
+
+    Examples
+    --------
+    >>> from brainx import environ
+    >>> from brainx.environ.settings import current_value
+    >>> with environ.context(t=1.5):
+    ...     current_value("t")
+    1.5
+    """
+    value = _lookup(GLOBAL_ENV, key)
+    return default if value is _UNSET else value
+
+
+def _step_input(key: Hashable, value: Any) -> bool:
+    """Whether a read of ``key`` (global, ``value``) in the trace in progress is an input of it.
+
+    A per-step setting (:mod:`brainx.environ.step_values`) is, unless a
+    ``context`` opened inside a trace in progress set it (that value is the
+    trace's own) or no brainx transform is tracing (a plain recording).
+    """
+    return (value is not _UNSET and _THREAD.depth > 0 and not reads.shadowed(key)
+            and step_values.is_per_step(key, value))
+
+
 def settings_unchanged(read: Any) -> bool:
     """Whether the global settings a trace read (a dict, or snapshot pairs) still hold those values."""
     pairs = read.items() if isinstance(read, dict) else read
@@ -178,7 +226,17 @@ def settings_unchanged(read: Any) -> bool:
 
 
 def all(*, env: Optional[EnvironmentState] = None) -> Dict[Hashable, Any]:
-    """Every current setting, contexts applied (a copy: changing it changes nothing)."""
+    """Every current setting, contexts applied (a copy: changing it changes nothing).
+
+    Inside a brainx trace the per-step settings in it are tracers, as :func:`get` gives them.
+
+    Examples
+    --------
+    >>> from brainx import environ
+    >>> with environ.context(trial=2):
+    ...     environ.all()["trial"]
+    2
+    """
     env = resolve(env)
     out = dict(_DEFAULTS)
     out.update(env.settings)
@@ -187,7 +245,10 @@ def all(*, env: Optional[EnvironmentState] = None) -> Dict[Hashable, Any]:
             out[key] = stack[-1]
     if env is GLOBAL_ENV and reads._RECORDERS.stack:
         for key, value in out.items():
-            reads.record(key, value)
+            if _step_input(key, value):
+                out[key] = step_values.traced_value(key)
+            else:
+                reads.record(key, value)
     return out
 
 
