@@ -44,6 +44,7 @@ def per_step_default():
 
 
 # -- a step reading t -----------------------------------------------------------------------
+@pytest.mark.counts_traces
 def test_a_jitted_step_reading_t_compiles_once_and_matches_the_eager_step():
     h = brainx.HiddenState(jnp.zeros(3))
     traces = []
@@ -160,6 +161,7 @@ def test_a_refractory_lif_compiles_once_and_spikes_as_the_eager_run(per_step_def
     np.testing.assert_array_equal(afresh[1], eager[1][:12])
 
 
+@pytest.mark.counts_traces
 def test_dt_still_traces_again_when_it_changes():
     h = brainx.HiddenState(jnp.ones(3))
     traces = []
