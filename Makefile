@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-long fuzz docs docs-check install bench compat clean
+.PHONY: demo test test-check-caches test-long fuzz docs docs-check install bench compat clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,19 @@ demo: $(STAMP)
 # A sample of the largest test matrices (tests/conftest.py says which), on two workers (one per
 # core of the CI machine; loadscope keeps a module's tests, and its fixtures, on one worker).
 TEST_WORKERS ?= 2
+# then the trace-cache tests once more with BRAINX_CHECK_CACHES=1: every reuse of a cached trace
+# is compared with a trace made afresh (brainx/transform/core/cache_check.py)
+CHECK_CACHES_TESTS := tests/test_trace_keys.py tests/test_trace_keys_property.py \
+	tests/test_trace_cache_keys.py tests/test_jit.py tests/test_jit_rebind.py \
+	tests/test_jit_settings.py tests/test_conditions.py tests/test_sharing_soundness.py \
+	tests/test_stateful_api.py tests/test_jax_cache_key.py
 test: $(STAMP)
 	PYTHONUNBUFFERED=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=10
+	$(MAKE) --no-print-directory test-check-caches
+
+test-check-caches: $(STAMP)
+	BRAINX_CHECK_CACHES=1 PYTHONUNBUFFERED=1 $(PY) -m pytest -q -n $(TEST_WORKERS) \
+		--dist loadscope $(CHECK_CACHES_TESTS)
 
 # every case of every matrix
 test-long: $(STAMP)

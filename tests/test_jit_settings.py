@@ -138,6 +138,7 @@ def test_brainstate_s_make_jaxpr_cache_follows_the_settings():
     assert len(evaluation.jaxpr.eqns) < len(training.jaxpr.eqns)
 
 
+@pytest.mark.counts_traces
 def test_a_context_opened_inside_the_trace_is_not_a_dependency():
     h = brainx.HiddenState(jnp.zeros(()))
     traces = []
@@ -159,3 +160,22 @@ def test_a_context_opened_inside_the_trace_is_not_a_dependency():
     assert len(traces) == 1                                     # i and t were the trace's own
     np.testing.assert_allclose(h.value, 2 * 0.5 * (0 + 1 + 2 + 3))
     assert "i" not in run._entries[()].env_reads
+
+
+def test_the_settings_a_context_yields_inside_a_trace_are_read_as_looked_up():
+    h = brainx.HiddenState(jnp.zeros(()))
+
+    @transform.jit
+    def run(x):
+        with brainx.environ.context(i=1) as settings:
+            h.value = h.value + x * settings["gain"]
+        return h.value
+
+    eager = lambda gain: gain * 1.0
+    with brainx.environ.context(gain=2.0):
+        np.testing.assert_allclose(run(jnp.float32(1.0)), eager(2.0))
+        with brainx.environ.context(trial=7):      # not looked up: no dependency
+            np.testing.assert_allclose(run(jnp.float32(1.0)), 2 * eager(2.0))
+            assert "trial" not in run._entries[()].env_reads
+    with brainx.environ.context(gain=3.0):        # looked up: traced again
+        np.testing.assert_allclose(run(jnp.float32(1.0)), 2 * eager(2.0) + eager(3.0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Mapping
 from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional
 
 import jax
@@ -252,6 +253,33 @@ def all(*, env: Optional[EnvironmentState] = None) -> Dict[Hashable, Any]:
     return out
 
 
+class _SettingsRead(Mapping):
+    """What :func:`context` yields inside a trace: the settings, each read when looked up.
+
+    Yielding :func:`all` there would report every setting as read by the trace
+    in progress, so a change of any of them, even one the function never
+    looks at, would make ``jit`` trace again; here a trace depends on the keys
+    it looks up (the whole set once it iterates).
+    """
+
+    __slots__ = ("_env",)
+
+    def __init__(self, env: EnvironmentState):
+        self._env = env
+
+    def __getitem__(self, key: Hashable) -> Any:
+        value = get(key, _UNSET, env=self._env)
+        if value is _UNSET:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[Hashable]:
+        return iter(all(env=self._env))
+
+    def __len__(self) -> int:
+        return len(all(env=self._env))
+
+
 def reset(*, env: Optional[EnvironmentState] = None) -> None:
     """Forget every setting made with :func:`set` and every registered behaviour.
 
@@ -318,7 +346,7 @@ def context(*, env: Optional[EnvironmentState] = None,
                 stacks[key].append(value)
                 pushed.append(key)
                 _changed(env, key, value)
-        yield all(env=env)
+        yield _SettingsRead(env) if inside_trace else all(env=env)
     finally:
         if local:
             reads.unshadow(local)
