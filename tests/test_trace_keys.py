@@ -237,3 +237,13 @@ def test_numpy_constant_mutated_in_place_then_states_made_anew():
     K[:] = 2
     nn.init_all_states(net)
     _close(step(), 6.0)
+
+
+def test_a_state_that_gains_a_string_leaf_traces_again():
+    s = brainx.State({"v": jnp.ones(2)})
+    read = transform.jit(lambda: jnp.sum(s.value["v"]) * (2.0 if "tag" in s.value else 1.0))
+    _close(read(), 2.0)
+    s.value = {"v": jnp.ones(2), "tag": "sin"}  # was a TypeError from jax.jit
+    _close(read(), 4.0)
+    s.value = {"v": jnp.ones(2)}
+    _close(read(), 2.0)

@@ -65,6 +65,10 @@ def fast_call(*args, **kwargs):
         if e.owner is not None and e.owner is not owner:
             raise
         return slow(args, kwargs, True)
+    except TypeError:  # jax.jit refused a value: a state now holds a string?
+        if not static_changed():
+            raise
+        return slow(args, kwargs, False)
 {writes}
     return out
 '''
@@ -75,7 +79,8 @@ def make_fast_call(jitted: Callable, refs: Sequence[Callable[[], Any]],
                    fun: Callable, slow: Callable[[tuple, dict, bool], Any],
                    write_back: Callable[[list], None], owner: Any,
                    env_version: Optional[Sequence[int]] = None,
-                   settings_hold: Optional[Callable[[], bool]] = None) -> Callable:
+                   settings_hold: Optional[Callable[[], bool]] = None,
+                   static_changed: Callable[[], bool] = lambda: False) -> Callable:
     """``fast_call(*args, **kwargs)``: read the states, call ``jitted``, write back.
 
     Parameters
@@ -110,6 +115,11 @@ def make_fast_call(jitted: Callable, refs: Sequence[Callable[[], Any]],
         values are pytrees); it handles them as ``write_state_values`` does.
     owner : StatefulFunction
         Whose :class:`RetraceNeeded` means "trace me again"; others propagate.
+    static_changed : callable, optional
+        Asked when ``jitted`` raises ``TypeError``: ``True`` if a state's value
+        gained leaves JAX cannot trace (a string) since the entry was traced;
+        the call then goes to ``slow``, which traces again. Otherwise the
+        error propagates.
 
     Example
     -------
@@ -145,7 +155,7 @@ def make_fast_call(jitted: Callable, refs: Sequence[Callable[[], Any]],
     namespace = dict(_GLOBALS, jitted=jitted, refs=list(refs), write_positions=list(write_positions),
                      epoch=epoch, fun=fun, slow=slow, write_back=write_back, owner=owner,
                      env_version=VERSION if env_version is None else env_version,
-                     settings_hold=settings_hold)
+                     settings_hold=settings_hold, static_changed=static_changed)
     namespace.update((f"r{i}", r) for i, r in enumerate(refs))
     exec(_compiled(source), namespace)
     return namespace["fast_call"]

@@ -147,6 +147,7 @@ class JittedFunction:
             entry.fast = make_fast_call(
                 entry.jitted, entry.refs, entry.n_written, plain=entry.plain, epoch=entry.epoch,
                 env_version=entry.env_version, settings_hold=entry.settings_hold,
+                static_changed=entry.static_changed,
                 fun=self.fun, owner=self.stateful,
                 slow=lambda args, kwargs, traced: self._call(key, args, kwargs, traced),
                 write_back=lambda new: write_state_values([r() for r in write_refs], new))
@@ -236,7 +237,8 @@ class JittedFunction:
             if entry is not None and not entry.settings_hold():  # a setting it read changed
                 self._park(key, entry)
                 entry = self._unpark(key)
-            if entry is None or entry.epoch != _EPOCH[0] or entry.values() is None:
+            if (entry is None or entry.epoch != _EPOCH[0] or entry.values() is None
+                    or entry.static_changed()):
                 entry = self._trace(key, dyn_args, dyn_kwargs)
             env_reads.replay(entry.env_reads)  # an enclosing trace depends on these too
             return entry

@@ -123,8 +123,23 @@ class JitEntry:
 
     def _find_static(self) -> None:
         """Whether a state's value has leaves JAX cannot trace (the general call path takes it)."""
+        self.static = self._has_static()
+
+    def _has_static(self) -> bool:
         values = [r()._value for r in self.refs]
-        self.static = any(has_static_leaves(v) for v in values if not isinstance(v, jax.Array))
+        return any(has_static_leaves(v) for v in values if not isinstance(v, jax.Array))
+
+    def static_changed(self) -> bool:
+        """Whether a state's value gained (or lost) leaves JAX cannot trace since the last trace.
+
+        A state holding an array then set to a string: the call must trace
+        again (and take the general path, which passes the string as static
+        data), not hand the string to ``jax.jit``.
+        """
+        try:
+            return self._has_static() != self.static
+        except AttributeError:  # a state died: the caller finds it
+            return False
 
     def _unplaced(self, states: Sequence[Any], write_states: Sequence[Any]) -> bool:
         """No state asks for a sharding and none is donated."""
