@@ -352,9 +352,6 @@ def test_instances_sharing_a_jitted_method_read_the_t_of_each_call():
     np.testing.assert_allclose(b.v.value, ref)
 
 
-@pytest.mark.xfail(reason="jit_entry._all_global accepts only the default generator and named "
-                          "globals as states shared by every instance, not the SettingState of t",
-                   strict=False)
 def test_instances_share_one_compiled_method_that_reads_t():
     a, b = _Cell(), _Cell()
     with environ.context(t=1.0):

@@ -25,6 +25,7 @@ from brainx.state.lending import LENT
 from brainx.state.trace import _THREAD
 from brainx.environ import reads as env_reads
 from brainx.environ.settings import settings_unchanged
+from brainx.environ.step_values import SettingState
 from brainx.random.state import DEFAULT_SOURCE
 from brainx.state.refs import StateRef
 from brainx.transform.compiled.instance_sharing import (
@@ -480,8 +481,9 @@ def shares_jit(instance: Any) -> bool:
 def _all_global(states: Sequence[Any], method: Any) -> bool:
     """Whether every state is the same for every instance: the default generator, or a global.
 
-    A global is a State that the method's code names as a module-level
-    variable; a state reached any other way from outside the instance (a
+    A global is a State that the method's code names as a module-level variable, or a
+    per-step setting (``t``, ``i``: one :class:`~brainx.environ.step_values.SettingState`
+    per key, the same for every instance); a state reached any other way from outside the instance (a
     registry keyed by the instance, an attribute of another object) may be
     another one for the next instance.
     """
@@ -491,7 +493,8 @@ def _all_global(states: Sequence[Any], method: Any) -> bool:
     if code is not None:
         namespace = getattr(func, "__globals__", {})
         named = {id(namespace[n]) for n in _global_names(code) if n in namespace}
-    return all(s is DEFAULT_SOURCE[0] or id(s) in named for s in states)
+    return all(s is DEFAULT_SOURCE[0] or isinstance(s, SettingState) or id(s) in named
+               for s in states)
 
 
 def _global_names(code: types.CodeType) -> set:
