@@ -18,6 +18,11 @@ import threading
 from collections import defaultdict
 from typing import Any, Callable, DefaultDict, Dict, Hashable, List, Optional
 
+from .keys import DEFAULT_PRECISION, PRECISION
+
+UNSET = object()  # what lookup() gives for a key that is not set
+DEFAULTS: Dict[Hashable, Any] = {PRECISION: DEFAULT_PRECISION}  # what get() and all() fall back to
+
 
 class EnvironmentState:
     """A set of environment settings, behaviours and per-thread context stacks.
@@ -74,3 +79,17 @@ def resolve(env: Optional[EnvironmentState]) -> EnvironmentState:
     if not isinstance(env, EnvironmentState):
         raise TypeError(f"env must be a brainx.environ.EnvironmentState, got {env!r}.")
     return env
+
+
+def lookup(env: EnvironmentState, key: Hashable) -> Any:
+    """The value of ``key`` (innermost context, then ``set``, then the defaults), or ``UNSET``.
+
+    A plain lookup: no trace in progress records it (see :func:`brainx.environ.get`).
+    """
+    stack = env.contexts.get(key)
+    if stack:
+        return stack[-1]
+    value = env.settings.get(key, UNSET)
+    if value is UNSET:
+        value = DEFAULTS.get(key, UNSET)
+    return value

@@ -19,8 +19,8 @@ import numpy as np
 from brainx.state.trace import _THREAD
 
 from . import dtypes, reads, step_values
-from .env_state import GLOBAL_ENV, EnvironmentState, resolve
-from .keys import DEFAULT_PRECISION, DT, GLOBAL_ONLY, HOST_DEVICE_COUNT, PLATFORM, PRECISION
+from .env_state import DEFAULTS, GLOBAL_ENV, UNSET, EnvironmentState, lookup, resolve
+from .keys import DT, GLOBAL_ONLY, HOST_DEVICE_COUNT, PLATFORM, PRECISION
 from .platform import get_host_device_count, get_platform, set_host_device_count, set_platform
 
 __all__ = ["set", "get", "all", "pop", "context", "reset", "get_dt",
@@ -28,8 +28,8 @@ __all__ = ["set", "get", "all", "pop", "context", "reset", "get_dt",
            "list_registered_behaviors"]
 
 _MISSING = object()  # "no default given"
-_UNSET = object()    # a default meaning "not set"
-_DEFAULTS: Dict[Hashable, Any] = {PRECISION: DEFAULT_PRECISION}  # what get() and all() fall back to
+_UNSET = UNSET      # a default meaning "not set"
+_DEFAULTS = DEFAULTS  # what get() and all() fall back to
 
 
 def _validate(key: Hashable, value: Any) -> Any:
@@ -179,15 +179,7 @@ def get(key: Hashable, default: Any = _MISSING, desc: Optional[str] = None, *,
         f"`with brainx.environ.context({key}={example}):`.") from None
 
 
-def _lookup(env: EnvironmentState, key: Hashable) -> Any:
-    """The value of ``key`` (innermost context, then ``set``, then the defaults), or ``_UNSET``."""
-    stack = env.contexts.get(key)
-    if stack:
-        return stack[-1]
-    value = env.settings.get(key, _UNSET)
-    if value is _UNSET:
-        value = _DEFAULTS.get(key, _UNSET)
-    return value
+_lookup = lookup
 
 
 def current_value(key: Hashable, default: Any = None) -> Any:

@@ -44,7 +44,8 @@ import numpy as np
 from brainx.state.state import State, _source_info
 from brainx.state.trace import _THREAD
 
-from . import settings as _settings  # (settings imports this module too: used at call time)
+from . import reads
+from .env_state import GLOBAL_ENV, UNSET, lookup
 from .keys import DT, I, T
 
 __all__ = ["set_per_step", "get_per_step", "is_per_step", "SettingState", "setting_state",
@@ -58,7 +59,6 @@ _CHOSEN: Dict[Hashable, bool] = {}
 #: functions refer to their states weakly; one that died would mark them stale).
 _STATES: Dict[Hashable, "SettingState"] = {}
 _LOCK = threading.Lock()
-_NOT_SET = object()
 
 
 class UnsetStepValueError(KeyError):
@@ -104,7 +104,7 @@ def set_per_step(key: Hashable, per_step: Optional[bool] = True) -> None:
     else:
         raise TypeError(f"set_per_step({key!r}, ...): per_step must be True, False or None "
                         f"(the default), got {per_step!r}.")
-    _settings.reads.changed()  # compiled functions that read the key compare their settings again
+    reads.changed()  # compiled functions that read the key compare their settings again
 
 
 def get_per_step(key: Hashable) -> Optional[bool]:
@@ -186,8 +186,8 @@ class SettingState(State):
 
     @property
     def _value(self) -> Any:
-        value = _settings.current_value(self.key, _NOT_SET)
-        if value is _NOT_SET:
+        value = lookup(GLOBAL_ENV, self.key)
+        if value is UNSET:
             raise UnsetStepValueError(
                 f"The compiled function reads the setting {self.key!r} (brainx.environ), which is "
                 f"not set now. Call it inside `with brainx.environ.context({self.key}=...):` or "

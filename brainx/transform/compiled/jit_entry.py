@@ -483,8 +483,8 @@ def _all_global(states: Sequence[Any], method: Any) -> bool:
 
     A global is a State that the method's code names as a module-level variable, or a
     per-step setting (``t``, ``i``: one :class:`~brainx.environ.step_values.SettingState`
-    per key, the same for every instance); a state reached any other way from outside the instance (a
-    registry keyed by the instance, an attribute of another object) may be
+    per key, the same for every instance); a state reached any other way from outside the
+    instance (a registry keyed by the instance, an attribute of another object) may be
     another one for the next instance.
     """
     func = getattr(method, "__func__", method)
