@@ -19,9 +19,8 @@ import numpy as np
 import pytest
 
 import brainx
+from thread_support import TIMEOUT, run_in_a
 from brainx.state.lending import LENT
-
-TIMEOUT = 30.0
 
 
 class Pause:
@@ -37,29 +36,6 @@ class Pause:
         self.inside.set()
         if not self.release.wait(TIMEOUT):
             raise TimeoutError("thread B never released thread A")
-
-
-def run_in_a(call):
-    """Start ``call()`` in a daemon thread named A; return a function that joins it."""
-    box = {}
-
-    def target():
-        try:
-            box["out"] = call()
-        except BaseException as e:  # reported in the main thread
-            box["error"] = e
-
-    thread = threading.Thread(target=target, name="A", daemon=True)
-    thread.start()
-
-    def join():
-        thread.join(TIMEOUT)
-        assert not thread.is_alive(), "thread A did not finish"
-        if "error" in box:
-            raise box["error"]
-        return box["out"]
-
-    return join
 
 
 def triple_in_raw_jit(s, pause):

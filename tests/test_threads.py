@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import brainx
+from thread_support import TIMEOUT, run_in_a
 from brainx import transform
 
-TIMEOUT = 30.0
 S0 = jnp.array([1.0, 2.0])
 S1 = jnp.array([10.0, -4.0])
 X = jnp.array([0.5, 0.25])
@@ -44,29 +44,6 @@ class Gate:
         self.inside.set()
         if not self.release.wait(TIMEOUT):
             raise TimeoutError("thread B never released thread A")
-
-
-def run_in_a(call):
-    """Start ``call()`` in a daemon thread named A; return a function that joins it."""
-    box = {}
-
-    def target():
-        try:
-            box["out"] = call()
-        except BaseException as e:  # reported in the main thread
-            box["error"] = e
-
-    thread = threading.Thread(target=target, name="A", daemon=True)
-    thread.start()
-
-    def join():
-        thread.join(TIMEOUT)
-        assert not thread.is_alive(), "thread A did not finish"
-        if "error" in box:
-            raise box["error"]
-        return box["out"]
-
-    return join
 
 
 def concrete(value, want):
