@@ -24,7 +24,7 @@ demo: $(STAMP)
 TEST_WORKERS ?= 2
 # then the trace-cache tests once more with BRAINX_CHECK_CACHES=1: every reuse of a cached trace
 # is compared with a trace made afresh (brainx/transform/core/cache_check.py)
-CHECK_CACHES_TESTS := tests/test_trace_keys.py tests/test_trace_keys_property.py \
+CHECK_CACHES_TESTS := tests/test_trace_keys.py tests/test_cache_check.py \
 	tests/test_trace_cache_keys.py tests/test_jit.py tests/test_jit_rebind.py \
 	tests/test_jit_settings.py tests/test_conditions.py tests/test_sharing_soundness.py \
 	tests/test_stateful_api.py tests/test_jax_cache_key.py

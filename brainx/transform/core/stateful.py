@@ -184,9 +184,9 @@ def same_key(a: JaxprTrace, b: JaxprTrace) -> bool:
 
     Everything but the jaxpr itself: argument and state-value tree
     structures, avals, which states are inputs, the output's and the
-    written values' structures, the static leaves baked in, the digests
-    of mutable constants and the JAX settings it was traced under. With :func:`jaxprs_equal` of their jaxprs, one
-    trace may stand for the other.
+    written values' structures, the static leaves baked in, the digests of
+    mutable constants and the JAX settings it was traced under. With
+    :func:`jaxprs_equal` of their jaxprs, one trace may stand for the other.
     """
     return ((a.in_tree, a.arg_mask, a.in_avals, a.inputs, a.input_trees, a.input_statics,
              a.out_tree, a.written_specs, a.const_digests, a.jax_context)
