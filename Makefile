@@ -1,13 +1,19 @@
 # `make demo` and `make test` each create .venv when it is missing, install brainx into it, then run.
+# `make test PYTHON=python3.12` runs on another interpreter, in its own environment
+# (.venv-python3.12); a pyenv version installed but not selected is found in pyenv's folder.
 PYTHON ?= python3
-VENV := .venv
+PYTHON_EXE := $(shell $(PYTHON) -c '' >/dev/null 2>&1 && echo $(PYTHON) || \
+	ls -d $$(pyenv root 2>/dev/null)/versions/$(patsubst python%,%,$(notdir $(PYTHON))).*/bin/$(notdir \
+	$(PYTHON)) 2>/dev/null | sort -V | tail -1)
+VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-check-caches test-long fuzz docs docs-check install bench compat clean
 
 $(PY):
-	$(PYTHON) -m venv $(VENV)
+	@test -n "$(PYTHON_EXE)" || { echo "no interpreter $(PYTHON) here" >&2; exit 1; }
+	$(PYTHON_EXE) -m venv $(VENV)
 
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip

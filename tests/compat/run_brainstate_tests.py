@@ -161,14 +161,28 @@ def git(repo: str, *args: str) -> str:
                           check=True).stdout
 
 
+def source_files(repo: str) -> dict:
+    """``{path: reader}`` of a brainstate checkout (git) or an unpacked wheel or sdist folder."""
+    if os.path.isdir(os.path.join(repo, ".git")) or repo.endswith(".git") or \
+            os.path.isfile(os.path.join(repo, "HEAD")):
+        return {n: (lambda n=n: git(repo, "show", f"HEAD:{n}"))
+                for n in git(repo, "ls-tree", "-r", "HEAD", "--name-only").split()}
+    files = {}
+    for dirpath, _, filenames in os.walk(os.path.join(repo, "brainstate")):
+        for filename in filenames:
+            full = os.path.join(dirpath, filename)
+            files[os.path.relpath(full, repo)] = lambda full=full: open(full).read()
+    return files
+
+
 def export(repo: str, folder: str, only: str | None) -> list:
-    names = [n for n in git(repo, "ls-tree", "-r", "HEAD", "--name-only").split()
-             if CORE.match(n) and (only is None or only in n)]
+    files = source_files(repo)
+    names = [n for n in files if CORE.match(n) and (only is None or only in n)]
     for name in names:
         path = os.path.join(folder, name.replace("brainstate/", "bs_tests/", 1))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
-            f.write(git(repo, "show", f"HEAD:{name}"))
+            f.write(files[name]())
     for dirpath, _, _ in os.walk(os.path.join(folder, "bs_tests")):
         open(os.path.join(dirpath, "__init__.py"), "a").close()
     with open(os.path.join(folder, "conftest.py"), "w") as f:
@@ -203,7 +217,9 @@ def run_file(folder: str, name: str, timeout: int, verbose: bool, lenient: bool 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repo", default=DEFAULT_REPO)
+    p.add_argument("--repo", default=DEFAULT_REPO,
+                   help="a brainstate git checkout, or a folder holding an unpacked wheel "
+                        "(brainstate 0.6.0's wheel carries its test files)")
     p.add_argument("--only", default=None, help="run the files whose path contains this")
     p.add_argument("--timeout", type=int, default=300, help="seconds per file")
     p.add_argument("--json", default=None)
