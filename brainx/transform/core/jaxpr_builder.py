@@ -191,7 +191,21 @@ def _trace_nested(wrapped: Any, in_avals: Sequence[Any]) -> Tuple[Any, List[Any]
     finally:
         _KEY.depth -= 1
         cache_boundary()
-    return jaxpr, consts
+    return attach_consts(jaxpr, consts), consts
+
+
+def attach_consts(jaxpr: Any, consts: Sequence[Any]) -> Any:
+    """``jaxpr`` whose leading inputs are ``consts``'s constvars, on every JAX.
+
+    JAX 0.12 merged ``ClosedJaxpr`` into ``Jaxpr``: a jaxpr's constvars are
+    the inputs that carry a value, and the tracer hands back its constants as
+    plain leading inputs. Attaching them restores the layout brainx reads
+    everywhere (``jaxpr.constvars`` for ``consts``, ``jaxpr.invars`` for the
+    arguments); on older JAX the jaxpr has it already.
+    """
+    if consts and hasattr(jaxpr, "with_consts") and not jaxpr.consts:
+        return jaxpr.with_consts(list(consts))
+    return jaxpr
 
 
 def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], *args: Any) -> List[Any]:
