@@ -33,6 +33,19 @@ Usage::
 private name brainx lacks (``TRACE_CONTEXT``, ``_size2shape``) becomes a
 stand-in that raises ``NotImplementedError`` when used, so one private import
 no longer fails every test of its file; the tests that use it still fail.
+
+``--changed-since OLD`` (another checkout or unpacked wheel, e.g. brainstate
+0.5.4's beside 0.6.0's) also counts the tests the newer release added or
+changed (``changed_tests.py``: each test function's and method's source,
+compared as syntax trees) and how many of them pass: the release's new
+behaviour, beside the whole suite. ``--nn`` adds ``brainstate/nn``'s files.
+``--on-brainstate PYTHON`` runs the same files on brainstate itself, in the
+environment of that interpreter (``/tmp/bs06-ref/bin/python``), for the figures
+to compare with; ``--compare JSON`` (that run's ``--json``) then prints how many
+of the tests passing there pass on brainx, and the time ratio::
+
+    python tests/compat/run_brainstate_tests.py --repo /tmp/bs06/new \\
+        --changed-since /tmp/bs06/old --json bx.json
 """
 
 from __future__ import annotations
@@ -44,10 +57,15 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+from changed_tests import case_key, changed, test_sources
 
 DEFAULT_REPO = "/work/.mirror/chaobrain+brainstate/repo"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORE = re.compile(r"^brainstate/(_state|environ|mixin|random/|transform/|graph/|util/)[^/]*.*_test\.py$")
+NN = re.compile(r"^brainstate/nn/[^/]*_test\.py$")
 
 CONFTEST = '''
 import importlib, importlib.abc, importlib.util, sys, types
@@ -175,9 +193,11 @@ def source_files(repo: str) -> dict:
     return files
 
 
-def export(repo: str, folder: str, only: str | None) -> list:
+def export(repo: str, folder: str, only: str | None, nn: bool = False,
+           on_brainstate: bool = False) -> list:
     files = source_files(repo)
-    names = [n for n in files if CORE.match(n) and (only is None or only in n)]
+    names = [n for n in files if (CORE.match(n) or (nn and NN.match(n)))
+             and (only is None or only in n)]
     for name in names:
         path = os.path.join(folder, name.replace("brainstate/", "bs_tests/", 1))
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -186,18 +206,50 @@ def export(repo: str, folder: str, only: str | None) -> list:
     for dirpath, _, _ in os.walk(os.path.join(folder, "bs_tests")):
         open(os.path.join(dirpath, "__init__.py"), "a").close()
     with open(os.path.join(folder, "conftest.py"), "w") as f:
-        f.write(CONFTEST)
+        f.write("# the real brainstate\n" if on_brainstate else CONFTEST)
     return sorted(names)
 
 
-def run_file(folder: str, name: str, timeout: int, verbose: bool, lenient: bool = False) -> dict:
-    path = os.path.join("bs_tests", name.split("/", 1)[1])
-    env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu",
-               BRAINX_COMPAT_LENIENT="1" if lenient else "0")
+def changed_since(repo: str, old_repo: str, names: list) -> dict:
+    """``{file: {(class, test), ...}}``: the tests of ``names`` new or changed since ``old_repo``."""
+    new_files, old_files = source_files(repo), source_files(old_repo)
+    out = {}
+    for name in names:
+        old = test_sources(old_files[name]()) if name in old_files else {}
+        out[name] = changed(test_sources(new_files[name]()), old)
+    return out
+
+
+def junit_cases(xml: str) -> list:
+    """``[[classname, name, outcome], ...]`` of a pytest ``--junitxml`` file."""
+    cases = []
     try:
-        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                              "--tb=line", "-rf", path], cwd=folder,
-                             env=env, capture_output=True, text=True, timeout=timeout)
+        root = ET.parse(xml).getroot()
+    except (ET.ParseError, FileNotFoundError):
+        return cases
+    for case in root.iter("testcase"):
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed"}.get(child.tag, child.tag)
+                break
+        cases.append([case.get("classname", ""), case.get("name", ""), outcome])
+    return cases
+
+
+def run_file(folder: str, name: str, timeout: int, verbose: bool, lenient: bool = False,
+             python: str | None = None, brainx: str = ROOT) -> dict:
+    path = os.path.join("bs_tests", name.split("/", 1)[1])
+    env = dict(os.environ, JAX_PLATFORMS="cpu", BRAINX_COMPAT_LENIENT="1" if lenient else "0")
+    env.pop("PYTHONPATH", None)
+    if python is None:
+        env["PYTHONPATH"] = brainx
+    xml = os.path.join(folder, "junit.xml")
+    start = time.perf_counter()
+    try:
+        run = subprocess.run([python or sys.executable, "-m", "pytest", "-q", "-p",
+                              "no:cacheprovider", "--tb=line", "-rf", f"--junitxml={xml}", path],
+                             cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
         text = run.stdout + run.stderr
     except subprocess.TimeoutExpired as e:
         text = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -208,11 +260,53 @@ def run_file(folder: str, name: str, timeout: int, verbose: bool, lenient: bool 
         kind = {"errors": "error", "xfailed": "skipped", "xpassed": "passed"}.get(kind, kind)
         counts[kind] += int(n)
     counts["timeout"] = "TIMEOUT" in text
+    counts["seconds"] = round(time.perf_counter() - start, 1)
+    counts["cases"] = junit_cases(xml)
+    if os.path.exists(xml):
+        os.remove(xml)
     counts["missing"] = sorted({m.group(1) or f"{m.group(3)}.{m.group(2)}"
                                 for m in PRIVATE.finditer(text)})
     if verbose:
         print(text[-6000:])
     return counts
+
+
+def changed_report(results: dict, changes: dict, reference: dict | None = None) -> dict:
+    """Print and return how many of the new or changed tests pass.
+
+    A test is a collected case (each parameter set apart). A file that fails
+    before its tests are collected counts each of its new or changed functions
+    as one failing test. With ``reference`` (an ``--on-brainstate`` run's
+    results), the count is of the new or changed tests that pass there.
+    """
+    passing, total, functions, ref_passing = 0, 0, 0, 0
+    rows = []
+    for name, keys in changes.items():
+        if not keys or name not in results:
+            continue
+        module = "bs_tests." + name.split("/", 1)[1][:-3].replace("/", ".")
+        functions += len(keys)
+        mine = [(c, n, o) for c, n, o in results[name]["cases"]
+                if case_key(c, n, module) in keys and o != "skipped"]
+        n_total = len(mine) if mine else len(keys)
+        n_pass = sum(o == "passed" for _, _, o in mine)
+        ok_ref = None
+        if reference is not None and name in reference:
+            theirs = {(c, n) for c, n, o in reference[name]["cases"]
+                      if o == "passed" and case_key(c, n, module) in keys}
+            ok_ref = len(theirs)
+            ref_passing += ok_ref
+            n_pass = sum(o == "passed" and (c, n) in theirs for c, n, o in mine)
+        passing += n_pass
+        total += n_total
+        rows.append((name, n_pass, n_total if ok_ref is None else ok_ref))
+    print(f"\nnew or changed tests ({functions} functions)"
+          + (": passing here of those passing on brainstate" if reference is not None else ""))
+    for name, n_pass, n_total in rows:
+        print(f"  {name:58s} {n_pass:4d} / {n_total:4d}")
+    denominator = ref_passing if reference is not None else total
+    print(f"  {'all new or changed':58s} {passing:4d} / {denominator:4d}")
+    return {"functions": functions, "passing": passing, "of": denominator}
 
 
 def main(argv=None) -> int:
@@ -221,30 +315,61 @@ def main(argv=None) -> int:
                    help="a brainstate git checkout, or a folder holding an unpacked wheel "
                         "(brainstate 0.6.0's wheel carries its test files)")
     p.add_argument("--only", default=None, help="run the files whose path contains this")
+    p.add_argument("--nn", action="store_true", help="brainstate/nn's test files too")
     p.add_argument("--timeout", type=int, default=300, help="seconds per file")
     p.add_argument("--json", default=None)
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--lenient", action="store_true",
                    help="a missing private name is a stand-in that fails when used, so the "
                         "rest of its file runs (public behaviour only)")
+    p.add_argument("--changed-since", default=None, metavar="OLD",
+                   help="an earlier release (checkout or unpacked wheel): also count the tests "
+                        "added or changed since, and how many of them pass")
+    p.add_argument("--brainx", default=ROOT, metavar="DIR",
+                   help="measure the brainx of this source tree (e.g. `git archive HEAD brainx` "
+                        "unpacked there): edits in progress here do not disturb the run")
+    p.add_argument("--on-brainstate", default=None, metavar="PYTHON",
+                   help="run on the brainstate installed for this interpreter (the reference)")
+    p.add_argument("--compare", default=None, metavar="JSON",
+                   help="the --json of an --on-brainstate run: count against what passes there")
     args = p.parse_args(argv)
     results = {}
     with tempfile.TemporaryDirectory() as folder:
-        for name in export(args.repo, folder, args.only):
-            results[name] = run_file(folder, name, args.timeout, args.verbose, args.lenient)
+        names = export(args.repo, folder, args.only, args.nn, bool(args.on_brainstate))
+        changes = changed_since(args.repo, args.changed_since, names) if args.changed_since else {}
+        for name in names:
+            results[name] = run_file(folder, name, args.timeout, args.verbose, args.lenient,
+                                     args.on_brainstate, args.brainx)
             c = results[name]
             total = c["passed"] + c["failed"] + c["error"]
-            print(f"{name:60s} {c['passed']:4d} / {total:4d}"
+            print(f"{name:60s} {c['passed']:4d} / {total:4d} {c['seconds']:6.1f} s"
                   + (f"  ({c['error']} errors)" if c["error"] else "")
                   + ("  TIMEOUT" if c["timeout"] else "")
                   + (f"  missing: {', '.join(c['missing'][:3])}" if c["missing"] else ""),
                   flush=True)
     passed = sum(c["passed"] for c in results.values())
     total = sum(c["passed"] + c["failed"] + c["error"] for c in results.values())
-    print(f"{'all':60s} {passed:4d} / {total:4d}")
+    seconds = sum(c["seconds"] for c in results.values())
+    print(f"{'all':60s} {passed:4d} / {total:4d} {seconds:6.0f} s")
+    reference = None
+    if args.compare:
+        with open(args.compare) as f:
+            reference = json.load(f)["files"]
+        common = [n for n in results if n in reference]
+        theirs = {(n, c, t) for n in common for c, t, o in reference[n]["cases"] if o == "passed"}
+        ours = {(n, c, t) for n in common for c, t, o in results[n]["cases"] if o == "passed"}
+        ref_s = sum(reference[n]["seconds"] for n in common)
+        our_s = sum(results[n]["seconds"] for n in common)
+        print(f"{'of those passing on brainstate':60s} {len(theirs & ours):4d} / {len(theirs):4d}"
+              f"  time {our_s:.0f} s / {ref_s:.0f} s = {our_s / max(ref_s, 1e-9):.2f}x")
+    summary = {"passed": passed, "total": total, "seconds": seconds}
+    if changes:
+        summary["changed"] = changed_report(results, changes, reference)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+            json.dump({"summary": summary, "files": results,
+                       "changed": {n: sorted(map(list, k)) for n, k in changes.items()}},
+                      f, indent=1)
     return 0
 
 
