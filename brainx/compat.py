@@ -16,7 +16,11 @@ before the libraries are imported:
 
 What it maps:
 
-* ``brainstate`` and its public subpackages (``transform``, ``random``,
+* ``brainstate`` to a thin module that reads and writes brainx's attributes
+  but reports the brainstate version it serves (``brainstate.__version__`` is
+  ``"0.6.0"``, ``brainx.__version__`` stays brainx's own), so clients' version
+  checks pass;
+* ``brainstate``'s public subpackages (``transform``, ``random``,
   ``environ``, ``graph``, ``util``, ``nn``, ``mixin``, ``typing``, ``init``,
   ``optim``, ``surrogate``, ``augment``, ``compile``, ``functional``) to
   brainx's;
@@ -26,9 +30,9 @@ What it maps:
   imports and a truly private one fails with ``ImportError`` naming it;
 * ``brainstate._state`` to ``brainx.state``, ``brainstate._error`` to
   ``brainx.errors``, brainstate's private hook modules to brainx's, and
-  ``brainstate._compatible_import`` (JAX names brainstate re-exports:
-  ``Primitive``, ``ClosedJaxpr``, ``safe_zip``, ``get_aval``, ...) to JAX's
-  own.
+  ``brainstate._compatible_import`` (the JAX names brainstate re-exports:
+  ``Primitive``, ``ClosedJaxpr``, ``safe_zip``, ``make_debug_info``, ...) to
+  ``brainx.compat_jax``, which finds them in JAX.
 
 It also makes a state that a raw JAX trace wrote and did not put back read as
 its value from before that write once the trace has ended, as brainstate goes
@@ -53,6 +57,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import itertools
 import sys
 import types
 from typing import Any
@@ -76,17 +81,37 @@ PRIVATE_MODULES = {
 }
 
 
+#: The brainstate version :func:`install_as_brainstate` reports unless told another.
+SERVED_VERSION = "0.6.0"
+
+
 def installed_as_brainstate() -> bool:
     """Whether ``import brainstate`` gives brainx (:func:`install_as_brainstate` ran)."""
     import brainx
-    return sys.modules.get("brainstate") is brainx
+    present = sys.modules.get("brainstate")
+    return present is brainx or (isinstance(present, _ServedBrainstate)
+                                 and present.__dict__["_brainx"] is brainx)
 
 
-def install_as_brainstate() -> None:
+def install_as_brainstate(version: str = SERVED_VERSION) -> None:
     """Make ``import brainstate`` (and its submodules) give brainx, in this process.
 
     Call it before importing the libraries that import brainstate. Calling it
-    again does nothing.
+    again only changes the version it reports.
+
+    ``import brainstate`` then gives a thin module that reads and writes every
+    attribute on :mod:`brainx` (``brainstate.State is brainx.State``), except
+    ``__version__`` and ``__version_info__``: those say the brainstate version
+    served, so a client's version check (``brainstate.__version__ >= "0.6"``)
+    passes, while ``brainx.__version__`` stays brainx's own.
+
+    Parameters
+    ----------
+    version : str, default ``"0.6.0"``
+        The brainstate version ``brainstate.__version__`` reports
+        (``brainstate.__version_info__`` is its numeric parts: ``(0, 6, 0)``).
+        brainx follows brainstate 0.6.0's API; say ``"0.5.4"`` for a stack
+        that checks for the older one.
 
     Raises
     ------
@@ -101,8 +126,10 @@ def install_as_brainstate() -> None:
     >>> import brainx, brainx.compat
     >>> brainx.compat.install_as_brainstate()                         # doctest: +SKIP
     >>> import brainstate                                             # doctest: +SKIP
-    >>> brainstate is brainx, brainstate.transform is brainx.transform  # doctest: +SKIP
+    >>> brainstate.State is brainx.State, brainstate.transform is brainx.transform  # doctest: +SKIP
     (True, True)
+    >>> brainstate.__version__, brainstate.__version_info__, brainx.__version__  # doctest: +SKIP
+    ('0.6.0', (0, 6, 0), '0.1.0')
     >>> from brainstate.transform._make_jaxpr import StatefulFunction   # doctest: +SKIP
     >>> StatefulFunction is brainx.transform.StatefulFunction          # doctest: +SKIP
     True
@@ -110,14 +137,15 @@ def install_as_brainstate() -> None:
     import brainx
 
     present = sys.modules.get("brainstate")
-    if present is brainx:
+    if isinstance(present, _ServedBrainstate) and present.__dict__["_brainx"] is brainx:
+        present.__version__ = version
         return
-    if present is not None:
+    if present is not None and present is not brainx:
         raise RuntimeError(
             "install_as_brainstate: the real brainstate is imported already "
             f"({getattr(present, '__file__', present)!r}); objects of both would mix. Call "
             "brainx.compat.install_as_brainstate() before anything imports brainstate.")
-    sys.modules["brainstate"] = brainx
+    sys.modules["brainstate"] = _ServedBrainstate(brainx, version)
     for name in SUBPACKAGES:
         try:
             module = importlib.import_module("brainx." + name)
@@ -128,14 +156,79 @@ def install_as_brainstate() -> None:
     for private, public in PRIVATE_MODULES.items():
         sys.modules["brainstate." + private] = _forwarding("brainstate." + private,
                                                           importlib.import_module(public))
-    sys.modules["brainstate._compatible_import"] = _jax_names()
-    sys.meta_path.append(_PrivateToPublic())
+    sys.modules["brainstate._compatible_import"] = importlib.import_module("brainx.compat_jax")
+    if not any(isinstance(finder, _PrivateToPublic) for finder in sys.meta_path):
+        sys.meta_path.append(_PrivateToPublic())
     # brainstate lets code read a state a raw JAX trace wrote after that trace ended (braincell's
     # solvers do, then overwrite it): give the value from before that write, do not raise.
     set_ended_write_policy("restore")
     # and, as brainstate, refuses `state.value = tracer` of a raw JAX trace outside every
     # brainx call at the write (`jax.jit` over a function that sets a state)
     set_raw_write_policy("raise")
+
+
+def _version_info(version: str) -> tuple:
+    """``"0.6.0"`` -> ``(0, 6, 0)``; a part with letters keeps its leading digits (``"0rc1"`` -> 0)."""
+    parts = []
+    for part in version.split("."):
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+class _ServedBrainstate(types.ModuleType):
+    """``sys.modules["brainstate"]``: brainx, under brainstate's name and version.
+
+    Reads, writes and deletions of attributes go to brainx (``brainstate.X =
+    ...`` sets ``brainx.X``), except the version and the module's own identity
+    (``__name__``, ``__doc__``). A private module served under ``brainstate.``
+    (``brainstate._compatible_import``) is an attribute too, as on brainstate.
+    """
+
+    _LOCAL = frozenset({"__name__", "__doc__", "__version__", "__version_info__", "_brainx"})
+
+    def __init__(self, target: types.ModuleType, version: str):
+        super().__init__("brainstate", target.__doc__)
+        self.__dict__["_brainx"] = target
+        for attribute in ("__spec__", "__loader__", "__package__"):  # read from brainx
+            self.__dict__.pop(attribute, None)
+        self.__version__ = version
+
+    def __getattr__(self, name: str) -> Any:
+        target = self.__dict__["_brainx"]
+        try:
+            return getattr(target, name)
+        except AttributeError:
+            served = sys.modules.get("brainstate." + name)
+            if served is not None:
+                return served
+            raise AttributeError(
+                f"module 'brainstate' (served by brainx) has no attribute {name!r}: brainx has "
+                f"no such name (see docs/brainstate-compat.md).") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "__version__":
+            self.__dict__["__version__"] = value
+            self.__dict__["__version_info__"] = _version_info(value)
+        elif name in self._LOCAL:
+            self.__dict__[name] = value
+        else:
+            setattr(self.__dict__["_brainx"], name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._LOCAL:
+            raise AttributeError(f"brainstate.{name} cannot be deleted (brainx serves it)")
+        delattr(self.__dict__["_brainx"], name)
+
+    def __dir__(self) -> list:
+        return sorted(set(dir(self.__dict__["_brainx"])) | {"__version__", "__version_info__"})
+
+    def __repr__(self) -> str:
+        target = self.__dict__["_brainx"]
+        return (f"<module 'brainstate' (brainx {target.__version__} serving brainstate "
+                f"{self.__version__})>")
 
 
 def _forwarding(private_name: str, public: types.ModuleType) -> types.ModuleType:
@@ -153,39 +246,6 @@ def _forwarding(private_name: str, public: types.ModuleType) -> types.ModuleType
 
     module.__getattr__ = forward  # type: ignore[attr-defined]
     return module
-
-
-def _jax_names() -> types.ModuleType:
-    """``brainstate._compatible_import``: the JAX names brainstate re-exports, from JAX."""
-    module = types.ModuleType("brainstate._compatible_import")
-
-    def find(name: str) -> Any:
-        import jax.core
-        import jax.extend.core
-        from jax._src import core, linear_util, util
-        if name == "wrap_init":  # brainstate's spelling takes what the debug info needs
-            return _wrap_init
-        for where in (jax.extend.core, jax.core, core, util, linear_util):
-            if hasattr(where, name):
-                return getattr(where, name)
-        if name == "get_backend":
-            from jax.extend.backend import get_backend
-            return get_backend
-        if name == "get_aval":  # removed from jax.core: the abstract value of x is its type
-            import jax
-            return jax.typeof
-        raise AttributeError(f"brainstate._compatible_import has no {name!r} in this JAX.")
-
-    module.__getattr__ = find  # type: ignore[attr-defined]
-    return module
-
-
-def _wrap_init(fun: Any, args: Any = (), kwargs: Any = None, name: str = "wrapped") -> Any:
-    """``wrap_init(fun, args, kwargs, name)``, brainstate's: a ``WrappedFun`` with debug info."""
-    from jax._src import api_util, linear_util
-    kwargs = {} if kwargs is None else kwargs
-    return linear_util.wrap_init(
-        fun, kwargs, debug_info=api_util.debug_info(name, fun, args, kwargs))
 
 
 class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -17,9 +17,10 @@ def test_a_brainstate_program_runs_on_brainx_after_install():
         brainx.compat.install_as_brainstate()
         brainx.compat.install_as_brainstate()            # again: nothing happens
         import brainstate, jax, jax.numpy as jnp
-        assert brainstate is brainx and brainx.compat.installed_as_brainstate()
+        assert brainstate.State is brainx.State and brainx.compat.installed_as_brainstate()
         import brainstate.transform, brainstate.nn, brainstate.random
         assert brainstate.nn is brainx.nn and brainstate.random is brainx.random
+        assert brainstate.transform is brainx.transform
         # public names through private paths, as client libraries import them
         from brainstate.transform._make_jaxpr import StatefulFunction
         from brainstate._state import State, ParamState
