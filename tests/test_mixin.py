@@ -231,10 +231,11 @@ def test_combinations_bad_inputs():
 
 # -- modes ------------------------------------------------------------------------------------------
 
-def test_modes_compare_and_hash_by_class():
+def test_modes_compare_and_hash_by_class_and_parameters():
     assert Mode() == Mode() and Training() == Training()
     assert Training() != Batching() and Training() != Mode()
-    assert Batching(4) == Batching(8) and hash(Batching(4)) == hash(Batching(8))
+    assert Batching(4) == Batching(4) and hash(Batching(4)) == hash(Batching(4))
+    assert Batching(4) != Batching(8)                        # brainstate 0.6 (0.5: equal)
     assert {Training(): 1, Batching(): 2}[Training()] == 1
     assert (Training() == "Training") is False               # no AssertionError
     assert repr(Mode()) == "Mode" and repr(Training()) == "Training"
@@ -287,8 +288,9 @@ def test_joint_mode_has_is_a_and_attributes():
 
 def test_joint_mode_equality_flattening_and_errors():
     tb = JointMode(Training(), Batching())
-    assert tb == JointMode(Batching(4), Training()) and hash(tb) == hash(JointMode(Batching(), Training()))
-    assert tb != JointMode(Training())                      # brainstate: equal
+    assert tb == JointMode(Batching(), Training()) and hash(tb) == hash(JointMode(Batching(), Training()))
+    assert tb != JointMode(Batching(4), Training())          # the modes' parameters count
+    assert tb != JointMode(Training())
     assert JointMode(Training()) != Training()
     nested = JointMode(JointMode(Training()), Batching(2))
     assert nested.types == {Training, Batching} and nested.batch_size == 2

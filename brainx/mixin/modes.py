@@ -2,15 +2,16 @@
 
 A mode says in what context a model computes (training or not, batched or
 not) so that code can branch on it: ``mode.has(Training)``. Modes compare
-and hash by their class, so they can be dict keys or static arguments of a
-jitted function. brainx's own layers read the training flag from
+and hash by their class and their parameters (``Batching(2) != Batching(5)``),
+so they can be dict keys or static arguments of a jitted function, and a jit
+traces again when a static mode's parameters change. brainx's own layers read the training flag from
 :mod:`brainx.environ` (``fit``); modes are for code written against
 brainstate's ``brainstate.mixin`` modes, and may be kept in the environment
 too (``brainx.environ.set(mode=Training())``).
 """
 
 import operator
-from typing import Any, Tuple
+from typing import Any, Hashable, Tuple
 
 from brainx.mixin.base import Mixin
 from brainx.mixin.type_algebra import JointTypes, _JointGenericAlias, _OneOfGenericAlias
@@ -26,11 +27,14 @@ def _bad_spec(method: str, spec: Any) -> TypeError:
 class Mode(Mixin):
     """Base class of computation modes; ``Mode()`` itself is the plain (evaluation) mode.
 
-    Two modes are equal when they are of the same class, whatever their
-    attributes (so ``Batching(4) == Batching(8)``); the hash follows.
-    Comparing with a non-mode gives ``False`` (brainstate raises an
-    ``AssertionError``), and :meth:`has`/:meth:`is_a` raise ``TypeError``
-    for an argument that is not a class.
+    Two modes are equal when they are of the same class and have equal
+    parameters, as :meth:`_eq_key` reports them (``Batching(4) != Batching(8)``,
+    as in brainstate 0.6; brainstate 0.5 compared the class only); the hash
+    follows, so a jit with a static mode argument traces again for a mode with
+    other parameters. A mode subclass with parameters of its own overrides
+    :meth:`_eq_key`. Comparing with a non-mode gives ``False``, and
+    :meth:`has`/:meth:`is_a` raise ``TypeError`` for an argument that is not a
+    class.
 
     Examples
     --------
@@ -47,13 +51,32 @@ class Mode(Mixin):
     def __repr__(self) -> str:
         return type(self).__name__
 
+    def _eq_key(self) -> Hashable:
+        """The hashable parameters that tell two modes of one class apart.
+
+        ``()`` for a mode without parameters; a subclass with parameters
+        returns them (brainstate 0.6's hook of the same name).
+
+        Examples
+        --------
+        >>> import brainx
+        >>> class Precision(brainx.mixin.Mode):
+        ...     def __init__(self, bits):
+        ...         self.bits = bits
+        ...     def _eq_key(self):
+        ...         return self.bits
+        >>> Precision(16) == Precision(16), Precision(16) == Precision(32)
+        (True, False)
+        """
+        return ()
+
     def __eq__(self, other: Any) -> bool:
         if not isinstance(other, Mode):
             return NotImplemented
-        return type(other) is type(self)
+        return type(other) is type(self) and other._eq_key() == self._eq_key()
 
     def __hash__(self) -> int:
-        return hash(type(self))
+        return hash((type(self), self._eq_key()))
 
     def is_a(self, mode: Any) -> bool:
         """Whether this mode is exactly of class ``mode`` (subclasses do not count).
@@ -153,6 +176,9 @@ class Batching(Mode):
         self.batch_size = batch_size
         self.batch_axis = batch_axis
 
+    def _eq_key(self) -> Hashable:
+        return (self.batch_size, self.batch_axis)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(batch_size={self.batch_size}, batch_axis={self.batch_axis})"
 
@@ -163,8 +189,9 @@ class JointMode(Mode):
     :meth:`has` asks whether any of the modes has a class; attributes not
     found on the joint mode are read from the first mode that has them
     (``joint.batch_size``). Joint modes given as arguments are flattened
-    into their modes. Two joint modes are equal when they hold the same mode
-    classes (brainstate makes any two joint modes equal).
+    into their modes. Two joint modes are equal when they hold equal modes,
+    in any order (``JointMode(Training(), Batching(2)) != JointMode(Training(),
+    Batching(3))``), as in brainstate 0.6.
 
     Parameters
     ----------
@@ -204,13 +231,8 @@ class JointMode(Mode):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(repr(m) for m in self.modes)})"
 
-    def __eq__(self, other: Any) -> bool:
-        if not isinstance(other, JointMode):
-            return NotImplemented
-        return self.types == other.types
-
-    def __hash__(self) -> int:
-        return hash((JointMode, frozenset(self.types)))
+    def _eq_key(self) -> Hashable:
+        return frozenset(self.modes)
 
     def has(self, mode: Any) -> bool:
         """Whether one of the combined modes is an instance of ``mode``.
