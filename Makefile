@@ -9,7 +9,7 @@ VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-check-caches test-long fuzz docs docs-check install bench compat clean
+.PHONY: demo test test-core test-check-caches test-long fuzz docs docs-check install bench compat clean
 
 $(PY):
 	@test -n "$(PYTHON_EXE)" || { echo "no interpreter $(PYTHON) here" >&2; exit 1; }
@@ -37,6 +37,17 @@ CHECK_CACHES_TESTS := tests/test_trace_keys.py tests/test_cache_check.py \
 test: $(STAMP)
 	PYTHONUNBUFFERED=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=10
 	$(MAKE) --no-print-directory test-check-caches
+
+# the core of brainx in a few minutes: states, jit, checkpoint, grad, loops, branches, mapping,
+# random, environ, modules, saving, the brainstate switch. CI runs it on the other Pythons
+# (`make test-core PYTHON=python3.13`), the whole suite on the default one.
+CORE_TESTS := tests/test_state.py tests/test_jit.py tests/test_checkpoint.py \
+	tests/test_grad_basics.py tests/test_autodiff.py tests/test_loops.py \
+	tests/test_conditions.py tests/test_mapping.py tests/test_random.py tests/test_environ.py \
+	tests/test_nn.py tests/test_io.py tests/test_trace_keys.py tests/test_compat_install.py \
+	tests/test_nn_event_linear.py
+test-core: $(STAMP)
+	PYTHONUNBUFFERED=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope $(CORE_TESTS)
 
 test-check-caches: $(STAMP)
 	BRAINX_CHECK_CACHES=1 PYTHONUNBUFFERED=1 $(PY) -m pytest -q -n $(TEST_WORKERS) \
