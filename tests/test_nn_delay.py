@@ -258,8 +258,8 @@ def test_prefetch_delay_records_the_state_after_each_step_in_a_jitted_step():
 
 
 def test_delay_errors_say_what_to_do():
-    with pytest.raises(NotImplementedError, match="update_every"):
-        nn.Delay(jnp.zeros(2), update_every=1.0 * u.ms)
+    with brainx.environ.context(dt=DT * u.ms), pytest.raises(ValueError, match="at least dt"):
+        nn.Delay(jnp.zeros(2), update_every=DT / 2 * u.ms)
     with pytest.raises(ValueError, match="interpolation"):
         nn.Delay(jnp.zeros(2), interpolation="cubic-ish")
     delay = nn.Delay(jnp.zeros(2), time=DT * u.ms)

@@ -30,10 +30,20 @@ per element / connection: an array    the same rows (for the longest)  one gathe
 A time ``t`` becomes ``t / dt`` steps (``dt`` from :mod:`brainx.environ`),
 rounded up to a whole step unless the delay interpolates (a ratio within
 ``1e-4`` of a whole number counts as whole: ``1.5 ms / 0.1 ms`` is 15 steps).
+
+``Delay(..., update_every=T)`` records one value per period ``T`` instead of
+one per step, so a long delay needs ``T / dt`` times fewer rows. ``T`` is
+rounded to ``k = round(T / dt)`` steps (a warning says so when it is not a
+whole number of steps); :meth:`~Delay.update` still runs every step, counts
+the steps in ``write_ptr`` (modulo ``max_length * k``) and writes the value of
+the first step of each period (brainstate's "hold" rule). Rows are then ``T``
+apart: delay times are divided by ``T``, not ``dt``, and step ``d`` of
+:meth:`~Delay.retrieve_at_step` is ``d`` periods before the latest written one.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import brainunit as u
@@ -62,15 +72,16 @@ class _Entry(NamedTuple):
 
 
 def _steps(delay: "Delay", time: Any) -> np.ndarray:
-    """``time / dt`` as a NumPy float array (checked: a concrete, non-negative time)."""
-    dt = environ.get_dt()
+    """``time / spacing`` (``dt``, or ``update_every``) as a NumPy float array (checked: concrete, >= 0)."""
+    dt = environ.get_dt() if delay.update_every is None else delay.update_every
     try:
         ratio = time / dt
         if isinstance(ratio, u.Quantity):
             ratio = ratio.to_decimal(u.UNITLESS)
         ratio = np.asarray(ratio, dtype=np.float64)
     except u.UnitMismatchError as e:
-        raise u.UnitMismatchError(f"{delay!r}: the delay time {time!r} and dt = {dt!r} must have "
+        raise u.UnitMismatchError(f"{delay!r}: the delay time {time!r} and the row spacing "
+                                  f"{dt!r} (dt, or update_every) must have "
                                   "the same dimension (give times in units of time when dt has "
                                   "them).") from e
     except jax.errors.TracerArrayConversionError as e:
@@ -81,6 +92,28 @@ def _steps(delay: "Delay", time: Any) -> np.ndarray:
         raise ValueError(f"{delay!r}: delay times must be finite and non-negative, got {time!r}.")
     nearest = np.round(ratio)
     return np.where(np.abs(ratio - nearest) < _WHOLE, nearest, ratio)
+
+
+def _period_steps(update_every: Any) -> int:
+    """``update_every / dt`` as a whole number of steps (at least 1; warns when it is rounded)."""
+    dt = environ.get_dt()
+    try:
+        ratio = update_every / dt
+        ratio = float(ratio.to_decimal(u.UNITLESS) if isinstance(ratio, u.Quantity) else ratio)
+    except u.UnitMismatchError as e:
+        raise u.UnitMismatchError(f"Delay: update_every={update_every!r} and dt = {dt!r} must have "
+                                  "the same dimension.") from e
+    except (TypeError, jax.errors.ConcretizationTypeError) as e:
+        raise TypeError(f"Delay: update_every must be a concrete time (a number or a Quantity), "
+                        f"got {update_every!r}.") from e
+    if not np.isfinite(ratio) or ratio < 1 - _WHOLE:
+        raise ValueError(f"Delay: update_every must be at least dt = {dt!r}, got {update_every!r}.")
+    steps = int(round(ratio))
+    if abs(ratio - steps) > _WHOLE * max(1.0, abs(ratio)):
+        warnings.warn(f"Delay: update_every={update_every!r} is not a whole number of steps of "
+                      f"dt = {dt!r}; the buffer is written every {steps} steps.", UserWarning,
+                      stacklevel=4)
+    return steps
 
 
 class Delay(Module):
@@ -106,7 +139,10 @@ class Delay(Module):
     take_aware_unit : bool
         Learn the unit from the first written value when ``target_info`` has none.
     update_every : time, optional
-        Not supported yet (must be ``None``).
+        Record one value per period ``update_every`` (at least ``dt``; rounded
+        to a whole number of steps, ``update_every_step``) instead of one per
+        step: rows are then ``update_every`` apart, and delay times are counted
+        in periods (see the module's notes). ``None``: every step.
     delay_method : {"rotation", "concat", None}
         brainstate's older argument, accepted for its tutorials: both kinds
         are the same ring buffer (brainstate 0.5.4 also always rotates).
@@ -133,9 +169,9 @@ class Delay(Module):
                  delay_method: Optional[str] = "rotation", interp_method: str = "linear_interp",
                  name: Optional[str] = None):
         super().__init__(name=name)
-        if update_every is not None:
-            raise NotImplementedError(f"Delay(update_every={update_every!r}): writing less often "
-                                      "than every step is not supported yet; leave it None.")
+        #: the period between recorded values (``None``: every step), and it in steps
+        self.update_every = update_every
+        self.update_every_step = 1 if update_every is None else _period_steps(update_every)
         if delay_method not in (None, "rotation", "concat"):
             raise ValueError(f"Delay: delay_method must be 'rotation' or 'concat' (both are the same "
                              f"ring buffer), got {delay_method!r}.")
@@ -269,7 +305,11 @@ class Delay(Module):
 
     # -- writing ------------------------------------------------------------------------
     def update(self, current: Any) -> None:
-        """Write ``current`` as the newest value (step 0) and advance the pointer."""
+        """Write ``current`` as the newest value (step 0) and advance the pointer.
+
+        With ``update_every``, only the first step of each period writes; the
+        others advance the pointer (brainstate's "hold" rule).
+        """
         self._require()
         leaves, treedef = jax.tree.flatten(current, is_leaf=u.math.is_quantity)
         if treedef != self._treedef:
@@ -278,7 +318,8 @@ class Delay(Module):
         if self.take_aware_unit:
             self._units = [unit if unit is not None or not u.math.is_quantity(x) else u.get_unit(x)
                            for unit, x in zip(self._units, leaves)]
-        ptr = self.write_ptr.value
+        ptr, period = self.write_ptr.value, self.update_every_step
+        slot = ptr if period == 1 else jax.lax.stop_gradient(ptr // period)
         rows = jax.tree.leaves(self.history.value)
         new = []
         for row, x, unit in zip(rows, leaves, self._units):
@@ -286,9 +327,11 @@ class Delay(Module):
             if value.shape != row.shape[1:]:
                 raise ValueError(f"{self!r}: the written value has shape {value.shape}, the buffer "
                                  f"holds rows of shape {row.shape[1:]}.")
-            new.append(row.at[ptr].set(value))
+            if period > 1:   # hold: keep the row between the period's first step and the next
+                value = jnp.where(ptr % period == 0, value, row[slot])
+            new.append(row.at[slot].set(value))
         self.history.value = self._treedef.unflatten(new)
-        self.write_ptr.value = (ptr + 1) % self.max_length
+        self.write_ptr.value = (ptr + 1) % (self._buffer_length * period)
 
     # -- reading -------------------------------------------------------------------------
     def at(self, entry: str) -> Any:
@@ -306,6 +349,8 @@ class Delay(Module):
     def retrieve_at_step(self, delay_step: Any, *indices) -> Any:
         """The value written ``delay_step`` updates before the latest (0: the latest).
 
+        With ``update_every``, ``delay_step`` counts periods, not steps.
+
         ``delay_step`` may be an integer array (one delay per element): with
         ``indices`` (integer arrays that broadcast with it) the result is
         ``history[row(delay_step), *indices]``, e.g. ``(steps_ij, arange(n_pre)[:, None])``
@@ -313,7 +358,8 @@ class Delay(Module):
         """
         self._require()
         self._check_steps(delay_step)
-        row = jax.lax.stop_gradient((self.write_ptr.value - 1 - jnp.asarray(delay_step))
+        latest = (self.write_ptr.value - 1) // self.update_every_step
+        row = jax.lax.stop_gradient((latest - jnp.asarray(delay_step))
                                     % self._buffer_length).astype(jnp.int32)
         index = (row,) + tuple(indices)
 
@@ -334,7 +380,8 @@ class Delay(Module):
         / ``"round"``.
         """
         now = environ.get(environ.T, desc="the current time, which retrieve_at_time reads back from")
-        steps = (now - delay_time) / environ.get_dt()
+        spacing = environ.get_dt() if self.update_every is None else self.update_every
+        steps = (now - delay_time) / spacing
         steps = steps.to_decimal(u.UNITLESS) if isinstance(steps, u.Quantity) else jnp.asarray(steps)
         if self.interp_method == "nearest":
             return self.retrieve_at_step(jnp.round(steps).astype(jnp.int32), *indices)

@@ -184,7 +184,32 @@ class OutputDelayAt:
         return self.out_delay.at(self._entry)
 
 
+def _registered_delay(target: PrefetchDelay) -> StateWithDelay:
+    """The delay buffer of ``target.module.<item>``, whatever ``update_every`` it was made with."""
+    module = target.module
+    _check_dynamics(module, "a delayed prefetch")
+    prefix = f"{target.item}-prefetch-delay-"
+    keys = [k for k in (module.after_updates or {}) if isinstance(k, str) and k.startswith(prefix)]
+    if f"{prefix}None" in keys:
+        keys = [f"{prefix}None"]
+    if not keys:
+        raise KeyError(f"{type(module).__name__} has no delay buffer for {target.item!r}: register one first "
+                       f"with prefetch_delay({target.item!r}, time) (or prefetch(...).delay.at(time)).")
+    if len(keys) > 1:
+        raise ValueError(f"{type(module).__name__} has delay buffers for {target.item!r} with several "
+                         f"update_every values ({sorted(keys)}); a PrefetchDelay cannot tell which.")
+    return module.get_after_update(keys[0])
+
+
 def init_maybe_prefetch(target: Any, *args, **kwargs) -> None:
-    """Check that a reader's target exists (a :class:`Prefetch`'s attribute); others need nothing."""
+    """Check that a reader's target exists.
+
+    A :class:`Prefetch`'s attribute must exist; a :class:`PrefetchDelay`'s
+    item must have a delay buffer, registered with any ``update_every``
+    (``KeyError`` when none, ``ValueError`` when several); a
+    :class:`PrefetchDelayAt` registered its own.
+    """
     if isinstance(target, Prefetch):
         target.get_item()
+    elif isinstance(target, PrefetchDelay):
+        _registered_delay(target)
