@@ -64,7 +64,7 @@ def test_node_repr_deepcopy_and_invisible_attrs():
             self.cache = brainx.State(jnp.zeros(2))
 
     t = Table()
-    assert repr(t) == "Table(w=ParamState(shape=(2,), dtype=float32), _scale=2.0)"
+    assert repr(t) == "Table(w=ParamState(f32[2]), _scale=2.0)  # 2 params (8 B)"
     assert t.__pretty_repr_item__("unit", None) is None
     assert t.__pretty_repr_item__("cache", 1) is None
     assert t.__pretty_repr_item__("w", 1) == ("w", 1)

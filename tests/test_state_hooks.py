@@ -102,7 +102,7 @@ def test_on_error_log_warns_and_goes_on():
     ran = []
     s.register_hook("write_after", _boom, name="broken", priority=1)
     s.register_hook("write_after", lambda ctx: ran.append(True))
-    with pytest.warns(brainx.HookWarning, match="write_after hook 'broken' of State\\(name='x'"):
+    with pytest.warns(brainx.HookWarning, match="write_after hook 'broken' of State\\(f32\\[2\\], name='x'"):
         s.value = jnp.ones(2)
     np.testing.assert_allclose(s.value, [1.0, 1.0])
     assert ran == [True]

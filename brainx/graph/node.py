@@ -21,13 +21,16 @@ Rules a ``Node`` keeps:
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 import jax
 
 from brainx.errors import TraceContextError
 from brainx.graph.structure import merge_indexed, split_indexed
+from brainx.graph.node_repr import node_pretty_items, node_summary
 from brainx.graph.refmap import RefMap
+from brainx.pretty_repr.layout import PrettyAttr, PrettyType, pretty_str, render
+from brainx.pretty_repr.options import ReprSummary
 from brainx.graph.walk import node_children, register_graph_node_type, walk_tree
 from brainx.state.state import State, _Expired, structure_changed
 from brainx.util.mappings import FlattedDict
@@ -68,7 +71,7 @@ class Node:
     >>> list(brainx.graph.states(buf))
     ['data']
     >>> buf
-    Buffer(data=ShortTermState(shape=(3,), dtype=float32))
+    Buffer(data=ShortTermState(f32[3]))  # 3 state values (12 B)
     >>> copy.deepcopy(buf).data is buf.data
     False
     """
@@ -110,9 +113,30 @@ class Node:
             return None
         return name, value
 
+    def __pretty_repr__(self) -> Iterator[Union[PrettyType, PrettyAttr]]:
+        """The pretty-repr items: the class, then the attributes ``__pretty_repr_item__`` keeps."""
+        return node_pretty_items(self)
+
+    def __pretty_repr_summary__(self) -> ReprSummary:
+        """The size of the states reachable from this node, each counted once: the
+        ``# 16 params (64 B)`` that ends its ``repr`` (no read hook runs).
+
+        Examples
+        --------
+        >>> import brainx
+        >>> s = brainx.nn.Linear(3, 4).__pretty_repr_summary__()
+        >>> s.n_params, s.param_bytes
+        (16, 64)
+        """
+        return node_summary(self)
+
     def __repr__(self) -> str:
-        shown = (self.__pretty_repr_item__(k, v) for k, v in vars(self).items())
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in filter(None, shown))})"
+        return render(self)
+
+    __repr__._uses_pretty_repr = True  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        return pretty_str(self)
 
     def check_valid_context(self, error_msg: Callable[[], str]) -> None:
         """Raise ``TraceContextError(error_msg())`` if a state of this node belongs to an ended trace.

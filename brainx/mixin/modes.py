@@ -11,10 +11,11 @@ too (``brainx.environ.set(mode=Training())``).
 """
 
 import operator
-from typing import Any, Hashable, Tuple
+from typing import Any, Hashable, Iterator, Tuple, Union
 
 from brainx.mixin.base import Mixin
 from brainx.mixin.type_algebra import JointTypes, _JointGenericAlias, _OneOfGenericAlias
+from brainx.pretty_repr.layout import PrettyAttr, PrettyType, pretty_str, render
 
 __all__ = ["Mode", "JointMode", "Batching", "Training"]
 
@@ -48,8 +49,17 @@ class Mode(Mixin):
     (True, False)
     """
 
+    def __pretty_repr__(self) -> Iterator[Union[PrettyType, PrettyAttr]]:
+        """The pretty-repr items: the bare class name (``Training``), no brackets."""
+        yield PrettyType(type(self), start="", end="")
+
     def __repr__(self) -> str:
-        return type(self).__name__
+        return render(self)
+
+    __repr__._uses_pretty_repr = True  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        return pretty_str(self)
 
     def _eq_key(self) -> Hashable:
         """The hashable parameters that tell two modes of one class apart.
@@ -179,8 +189,11 @@ class Batching(Mode):
     def _eq_key(self) -> Hashable:
         return (self.batch_size, self.batch_axis)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(batch_size={self.batch_size}, batch_axis={self.batch_axis})"
+    def __pretty_repr__(self) -> Iterator[Union[PrettyType, PrettyAttr]]:
+        """The pretty-repr items: ``batch_size`` and ``batch_axis``."""
+        yield PrettyType(type(self))
+        yield PrettyAttr("batch_size", self.batch_size)
+        yield PrettyAttr("batch_axis", self.batch_axis)
 
 
 class JointMode(Mode):
@@ -228,8 +241,11 @@ class JointMode(Mode):
         #: the classes of the combined modes
         self.types = set(type(m) for m in flat)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(repr(m) for m in self.modes)})"
+    def __pretty_repr__(self) -> Iterator[Union[PrettyType, PrettyAttr]]:
+        """The pretty-repr items: one bare item per combined mode."""
+        yield PrettyType(type(self))
+        for mode in self.modes:
+            yield PrettyAttr("", mode)
 
     def _eq_key(self) -> Hashable:
         return frozenset(self.modes)

@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 from brainx.mixin.base import Mixin
 from brainx.mixin.helpers import hashable
+from brainx.pretty_repr.layout import render
 
 __all__ = ["ParamDesc", "ParamDescriber", "HashableDict", "NoSubclassMeta"]
 
@@ -137,7 +138,8 @@ class ParamDescriber(metaclass=NoSubclassMeta):
         return self(*args, **kwargs)
 
     def __repr__(self) -> str:
-        fields = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        fields = ([render(a) for a in self.args]
+                  + [f"{k}={render(v)}" for k, v in self.kwargs.items()])
         return f"ParamDescriber({self.cls.__name__}({', '.join(fields)}))"
 
     def __instancecheck__(self, instance: Any) -> bool:

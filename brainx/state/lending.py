@@ -39,8 +39,8 @@ Examples
 >>> try:
 ...     w.value
 ... except brainx.TracerLeakError as e:
-...     print(str(e)[:58])
-ParamState(name='w', shape=(2,), dtype=float32) still held
+...     print(str(e)[:39])
+ParamState(f32[2], name='w') still held
 >>> w.value.tolist()
 [1.0, 1.0]
 """

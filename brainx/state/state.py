@@ -11,6 +11,7 @@ import numpy as np
 from jax._src import source_info_util
 
 from brainx.errors import ExpiredStateError, StateTypeError
+from brainx.pretty_repr.layout import pretty_str, render
 from brainx.state.hook_manager import watch_hook_activity, watch_hook_changes
 from brainx.state.hookable import (
     HookableState, fire_init, fire_read, fire_restore, fire_write_after, fire_write_before,
@@ -22,6 +23,7 @@ from brainx.state.tracer_guard import (
     _check_not_state, admit_first_value, check_no_tracer, expire_if_traced,
 )
 from brainx.state.subclassing import ValueProtocol, bind as bind_value_protocol
+from brainx.state.state_repr import state_pretty_items
 from brainx.state.treefy import TreefyState
 from brainx.state.values import (
     NO_UNIT_TYPES, _ARRAY_TYPES, _Expired, check_unit_kept, describe_value,
@@ -424,12 +426,18 @@ class State(HookableState, ValueProtocol):
             "(for example in the model's __init__ or init_state()), or return its value from "
             "the transformed function.")
 
+    def __pretty_repr__(self) -> Iterator[Any]:
+        """The pretty-repr items: the value's summary, then the metadata that is set
+        (see :mod:`brainx.state.state_repr`)."""
+        return state_pretty_items(self)
+
     def __repr__(self) -> str:
-        fields = [] if self.name is None else [f"name={self.name!r}"]
-        fields.append(describe_value(self._value))
-        if self.tag:
-            fields.append(f"tag={sorted(self.tag)}")
-        return f"{type(self).__name__}({', '.join(fields)})"
+        return render(self)
+
+    __repr__._uses_pretty_repr = True  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        return pretty_str(self)
 
 
 def _copy_fields(source: State, target: State, value: bool = True) -> None:

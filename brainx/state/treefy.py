@@ -12,11 +12,12 @@ is the only child), and that :meth:`TreefyState.to_state` (or
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional
 
 import jax
 
-from brainx.state.values import describe_value
+from brainx.pretty_repr.layout import pretty_str, render
+from brainx.state.state_repr import treefy_pretty_items
 
 __all__ = ["TreefyState"]
 
@@ -106,10 +107,17 @@ class TreefyState:
 
     __hash__ = None
 
+    def __pretty_repr__(self) -> Iterator[Any]:
+        """The pretty-repr items: ``type``, ``value`` (its summary) and the metadata that is set."""
+        return treefy_pretty_items(self)
+
     def __repr__(self) -> str:
-        fields = [] if self.name is None else [f"name={self.name!r}"]
-        fields.append(describe_value(self.value))
-        return f"TreefyState({self.type.__name__}, {', '.join(fields)})"
+        return render(self)
+
+    __repr__._uses_pretty_repr = True  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        return pretty_str(self)
 
 
 def _same(a: Any, b: Any) -> bool:

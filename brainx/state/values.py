@@ -37,8 +37,8 @@ class _Expired:
 def describe_value(value: Any) -> str:
     """``shape=(3,), dtype=float32`` for one array; a tree of ``float32[3]`` otherwise.
 
-    The repr options (:func:`brainx.util.repr_options`) can add the values
-    (``summary=False``) and the memory size (``show_nbytes=True``).
+    The short form of a value in error messages (a state's ``repr`` is the
+    pretty one, ``ParamState(f32[3])``).
 
     Examples
     --------
@@ -51,10 +51,6 @@ def describe_value(value: Any) -> str:
     """
     if type(value) is _Expired:
         return f"<expired: created inside {value.where or 'a transform'}>"
-    from brainx.util.repr_options import describe_with_options, get_repr_options  # (a cycle)
-    options = get_repr_options()
-    if not options.summary or options.show_nbytes:
-        return describe_with_options(value, options, _describe_summary(value))
     return _describe_summary(value)
 
 
@@ -131,8 +127,8 @@ def check_unit_kept(state: Any, value: Any) -> None:
     >>> try:
     ...     v.value = jnp.ones(2)
     ... except brainx.StateTypeError as e:
-    ...     print(str(e)[:76])
-    State(name='v', shape=(2,), dtype=float32, unit=mV) was written with a value
+    ...     print(str(e)[:51])
+    State(f32[2] mV, name='v') was written with a value
     >>> v.value
     Quantity([0. 0.], "mV")
     """

@@ -21,13 +21,15 @@ For user programs (the names of ``brainstate.util``):
 * :mod:`brainx.util.struct`: :func:`dataclass`, :func:`field`,
   :class:`PyTreeNode`, :func:`is_dataclass`: frozen dataclasses that are
   pytrees, with static fields;
-* :mod:`brainx.util.pretty` and :mod:`brainx.util.pretty_containers`:
-  multi-line, cycle-safe reprs (:class:`PrettyRepr`, :class:`PrettyDict`,
-  :class:`PrettyList`, :class:`PrettyObject`, ...);
-* :mod:`brainx.util.repr_options` and :mod:`brainx.util.pretty_format`: the
-  options of brainx's reprs (:class:`ReprOptions`, :func:`repr_options`,
-  :func:`set_repr_options`, :func:`get_repr_options`), :class:`ReprSummary`,
-  :func:`format_array_like`, :func:`format_bytes` and :func:`pretty_format`;
+* :mod:`brainx.util.pretty` (the protocol: :class:`PrettyRepr`,
+  :func:`pretty_repr_object`, :func:`pretty_format`, ...),
+  :mod:`brainx.util.pretty_containers` (:class:`PrettyDict`,
+  :class:`PrettyList`, :class:`PrettyObject`) and the engine under them,
+  :mod:`brainx.pretty_repr`: width-fitting, cycle-safe reprs;
+* the options of those reprs
+  (:class:`ReprOptions`, :func:`repr_options`, :func:`set_repr_options`,
+  :func:`get_repr_options`), :class:`ReprSummary` (a model's size footer),
+  :func:`format_array_like` (``f32[3,4]``) and :func:`format_bytes`;
 * :mod:`brainx.util.cache`: :class:`BoundedCache`, a thread-safe LRU cache;
 * :mod:`brainx.util.helpers`: :func:`split_total`, :func:`get_unique_name`,
   :func:`is_instance_eval`, :func:`not_instance_eval`;
@@ -55,14 +57,13 @@ from brainx.util.memory import clear_buffer_memory
 from brainx.util.pretty_containers import NestedStateRepr, PrettyDict, PrettyList, PrettyObject
 from brainx.util.pretty import (
     MappingReprMixin, PrettyAttr, PrettyMapping, PrettyRepr, PrettyReprContext, PrettyType,
-    pretty_repr_elem, pretty_repr_object, yield_unique_pretty_repr_items,
+    pretty_format, pretty_repr_elem, pretty_repr_object, yield_unique_pretty_repr_items,
 )
 from brainx.util.tracing import StateJaxTracer, current_jax_trace
-from brainx.util.repr_options import (
+from brainx.pretty_repr.options import (
     ReprOptions, ReprSummary, format_array_like, format_bytes, get_repr_options, repr_options,
     set_repr_options,
 )
-from brainx.util.pretty_format import pretty_format
 
 
 def __getattr__(name):

@@ -115,7 +115,7 @@ class FlattedDict(_KeysAsAttributes, dict):
     >>> list(flat), flat["enc", "w"] is flat["enc.w"]
     (['enc.w', 'enc.h'], True)
     >>> flat.filter(brainx.HiddenState)
-    FlattedDict({'enc.h': HiddenState(shape=(2,), dtype=float32)})
+    FlattedDict({'enc.h': HiddenState(f32[2])})
     >>> flat.to_nest()["enc"]["w"] is flat["enc.w"]
     True
     """

@@ -1,29 +1,30 @@
-"""A small protocol for multi-line, cycle-safe ``repr`` of nested objects.
+"""The pretty-repr protocol: how an object describes itself for ``repr`` and ``print``.
 
 A class opts in by subclassing :class:`PrettyRepr` and writing a generator
 ``__pretty_repr__`` that yields, in order,
 
 1. one :class:`PrettyType`: the header, i.e. the type name and the brackets
    (``Linear(`` ... ``)``, ``{`` ... ``}``), and
-2. any number of :class:`PrettyAttr`: one ``key=value`` line each.
+2. any number of :class:`PrettyAttr`: one item each, ``key=value``, or a bare
+   value when the key is ``''``.
 
-``repr(obj)`` then lays them out one attribute per line, indenting nested
-reprs, which is easier to read than one long line for a module tree::
+``repr(obj)`` then goes through the engine of :mod:`brainx.pretty_repr.layout`:
+on one line when it fits in the width of the repr options, otherwise one item
+per line; a shared object prints as ``<shared: .path>`` and a cycle as
+``<cycle: .path>``, so self-references never recurse forever. ``print(obj)``
+(``str``) is the same text, coloured when the ``color`` option is on.
 
-    Linear(
-      in_size=3,
-      out_size=2
-    )
+Two optional hooks: ``__pretty_repr_summary__()`` returns a
+:class:`~brainx.util.ReprSummary` (the ``# 26 params (104 B)`` footer of a
+graph node), and :class:`~brainx.util.PrettyObject`'s
+``__pretty_repr_item__(name, value)`` hides or renames an attribute.
 
-:func:`yield_unique_pretty_repr_items` is the helper most ``__pretty_repr__``
-implementations delegate to: it prints an object that was already seen higher
-up in the same ``repr`` as ``Type(...)`` so that shared or cyclic references
-do not recurse forever. :class:`PrettyMapping` and
-:class:`MappingReprMixin` print mappings in the same style (``{'a': 1}``).
+:func:`pretty_format` lays out any value (lists, dicts, dataclasses, arrays) the
+same way, :func:`pretty_repr_object` an object of the protocol.
 
 Examples
 --------
->>> from brainx.util import PrettyRepr, PrettyType, PrettyAttr
+>>> from brainx.util import PrettyRepr, PrettyType, PrettyAttr, repr_options
 >>> class Point(PrettyRepr):
 ...     def __init__(self, x, y):
 ...         self.x, self.y = x, y
@@ -32,110 +33,152 @@ Examples
 ...         yield PrettyAttr("x", self.x)
 ...         yield PrettyAttr("y", self.y)
 >>> Point(1, 2)
+Point(x=1, y=2)
+>>> with repr_options(width=10):
+...     print(repr(Point(1, 2)))
 Point(
   x=1,
-  y=2
+  y=2,
 )
 """
 
 from __future__ import annotations
 
 import dataclasses
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, Iterator, Optional, TypeVar, Union
+from typing import Any, Callable, Iterator, Optional, TypeVar, Union
+
+from brainx.pretty_repr.layout import PrettyAttr, PrettyType, is_pretty, pretty_str, render
+from brainx.pretty_repr.options import CONTEXT, PrettyReprContext, repr_options
 
 __all__ = [
     "PrettyType", "PrettyAttr", "PrettyRepr", "PrettyMapping", "MappingReprMixin",
-    "yield_unique_pretty_repr_items", "pretty_repr_object", "pretty_repr_elem",
+    "PrettyReprContext", "CONTEXT", "yield_unique_pretty_repr_items", "pretty_repr_object",
+    "pretty_repr_elem", "pretty_format", "pretty_str",
 ]
 
 A = TypeVar("A")
 B = TypeVar("B")
 
 
-@dataclasses.dataclass
-class PrettyType:
-    """The header of a pretty repr: the type shown and how its attributes are framed.
+def pretty_repr_object(obj: Any, *, color: bool = False) -> str:
+    """The pretty repr of an object of the protocol (what :class:`PrettyRepr`'s ``repr`` is).
 
     Parameters
     ----------
-    type : str or type
-        The name printed before ``start`` (a class prints as its ``__name__``;
-        ``''`` prints nothing, as for a plain mapping).
-    start, end : str
-        The brackets around the attributes (``'('`` and ``')'``).
-    value_sep : str
-        What goes between an attribute's key and its value (``'='``, or
-        ``': '`` for a mapping).
-    elem_indent : str
-        The indentation of each attribute line.
-    empty_repr : str
-        What is printed between the brackets when there are no attributes.
+    obj : PrettyRepr
+        An object with a ``__pretty_repr__`` method.
+    color : bool, default False
+        Colour the text with ANSI codes.
+
+    Returns
+    -------
+    str
+        The text, fitted to the ``width`` of the repr options.
+
+    Raises
+    ------
+    TypeError
+        If ``obj`` has no ``__pretty_repr__``, or that does not yield a
+        :class:`PrettyType` first and :class:`PrettyAttr` items after it.
 
     Examples
     --------
-    >>> from brainx.util import PrettyType
-    >>> PrettyType("Net").start, PrettyType("Net").end
-    ('(', ')')
+    >>> from brainx.util import PrettyMapping, pretty_repr_object, repr_options
+    >>> m = PrettyMapping({"a": 1, "b": [1, 2]}, type_name="Cfg")
+    >>> print(pretty_repr_object(m))
+    Cfg{'a': 1, 'b': [1, 2]}
+    >>> with repr_options(width=16):
+    ...     print(pretty_repr_object(m))
+    Cfg{
+      'a': 1,
+      'b': [1, 2],
+    }
     """
-
-    type: Union[str, type]
-    start: str = "("
-    end: str = ")"
-    value_sep: str = "="
-    elem_indent: str = "  "
-    empty_repr: str = ""
+    if not is_pretty(obj):
+        raise TypeError(f"Object {obj!r} is not representable by pretty_repr_object: a "
+                        f"{type(obj).__name__} has no __pretty_repr__. Use pretty_format.")
+    return render(obj, color)
 
 
-@dataclasses.dataclass
-class PrettyAttr:
-    """One ``key=value`` line of a pretty repr.
+def pretty_format(value: Any, *, color: bool = False, **options: Any) -> str:
+    """Any value laid out by the pretty-repr engine.
 
     Parameters
     ----------
-    key : str
-        The attribute's name, printed as is.
     value : object
-        A ``str`` is printed as is; anything else through ``repr``.
-    start, end : str
-        Printed right before the key and right after the value.
+        Lists, tuples, dicts, dataclasses, arrays and objects of the protocol, nested in
+        any way; anything else prints by its ``repr``.
+    color : bool, default False
+        Colour the text with ANSI codes.
+    **options
+        Repr options for this call only (``width=40``, ``max_items=3``; brainx's
+        addition to brainstate's signature).
+
+    Returns
+    -------
+    str
+        One line when it fits in the width, otherwise one item per line with trailing
+        commas; arrays as ``f32[2,3]``.
 
     Examples
     --------
-    >>> from brainx.util import PrettyAttr
-    >>> PrettyAttr("size", 3).value
-    3
+    >>> import numpy as np
+    >>> from brainx.util import pretty_format
+    >>> pretty_format({"w": np.zeros((2, 3), np.float32), "n": 3})
+    "{'w': f32[2,3], 'n': 3}"
+    >>> print(pretty_format({"layers": [1, 2, 3], "name": "net"}, width=24))
+    {
+      'layers': [1, 2, 3],
+      'name': 'net',
+    }
     """
-
-    key: str
-    value: Union[str, Any]
-    start: str = ""
-    end: str = ""
+    if not options:
+        return render(value, color)
+    with repr_options(**options):
+        return render(value, color)
 
 
 class PrettyRepr(ABC):
     """Base class of objects whose ``repr`` is laid out from ``__pretty_repr__``.
 
     Subclasses write ``__pretty_repr__``, a generator that yields one
-    :class:`PrettyType` then the :class:`PrettyAttr` lines; ``__repr__`` is
-    provided. See the module docstring for an example.
+    :class:`PrettyType` then the :class:`PrettyAttr` items; ``__repr__`` and
+    ``__str__`` (the same text, coloured when the ``color`` option is on) are
+    provided. A subclass that writes its own ``__repr__`` keeps it for ``str``
+    too, and is still laid out by the protocol inside another object's repr.
+
+    Examples
+    --------
+    >>> from brainx.util import PrettyRepr, PrettyType, PrettyAttr
+    >>> class Pair(PrettyRepr):
+    ...     def __pretty_repr__(self):
+    ...         yield PrettyType("Pair", start="<", end=">")
+    ...         yield PrettyAttr("", "a")
+    ...         yield PrettyAttr("", "b")
+    >>> Pair(), str(Pair())
+    (Pair<a, b>, 'Pair<a, b>')
     """
 
     __slots__ = ()
 
     @abstractmethod
     def __pretty_repr__(self) -> Iterator[Union[PrettyType, PrettyAttr]]:
-        """Yield the header (:class:`PrettyType`), then one :class:`PrettyAttr` per line."""
+        """Yield the header (:class:`PrettyType`), then one :class:`PrettyAttr` per item."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
         return pretty_repr_object(self)
 
+    __repr__._uses_pretty_repr = True  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        return pretty_str(self)
+
 
 def pretty_repr_elem(obj: PrettyType, elem: PrettyAttr) -> str:
-    """One attribute line, indented as ``obj`` asks, nested lines indented once more.
+    """One item as a line of the plain (not fitted) layout: indented, ``key<sep>value``.
 
     Examples
     --------
@@ -144,41 +187,19 @@ def pretty_repr_elem(obj: PrettyType, elem: PrettyAttr) -> str:
     '  x=1'
     """
     if not isinstance(elem, PrettyAttr):
-        raise TypeError(f"__pretty_repr__ must yield PrettyAttr items after the PrettyType "
-                        f"header; got a {type(elem).__name__}: {elem!r}.")
+        raise TypeError(f"Item must be Elem (a PrettyAttr) after the PrettyType header; got "
+                        f"{type(elem).__name__}: {elem!r}.")
     value = elem.value if isinstance(elem.value, str) else repr(elem.value)
     value = value.replace("\n", "\n" + obj.elem_indent)
     return f"{obj.elem_indent}{elem.start}{elem.key}{obj.value_sep}{value}{elem.end}"
 
 
-def pretty_repr_object(obj: PrettyRepr) -> str:
-    """The multi-line repr of a :class:`PrettyRepr` (what its ``__repr__`` returns).
-
-    Examples
-    --------
-    >>> from brainx.util import PrettyMapping
-    >>> from brainx.util.pretty import pretty_repr_object
-    >>> print(pretty_repr_object(PrettyMapping({"a": 1})))
-    {
-      'a': 1
-    }
-    """
-    if not isinstance(obj, PrettyRepr):
-        raise TypeError(f"Object {obj!r} is not representable by pretty_repr_object: it is a "
-                        f"{type(obj).__name__}, not a PrettyRepr. Use repr() for it.")
-    items = obj.__pretty_repr__()
-    header = next(items)
-    if not isinstance(header, PrettyType):
-        raise TypeError(f"First item must be PrettyType: __pretty_repr__ of "
-                        f"{type(obj).__name__} yielded a {type(header).__name__} first.")
-    lines = ",\n".join(pretty_repr_elem(header, elem) for elem in items)
-    body = f"\n{lines}\n" if lines else header.empty_repr
-    name = header.type if isinstance(header.type, str) else header.type.__name__
-    return f"{name}{header.start}{body}{header.end}"
-
-
 class MappingReprMixin(Mapping[A, B]):
-    """Mix into a :class:`PrettyRepr` mapping to print it as ``{key: value, ...}``.
+    """Gives a mapping a ``__pretty_repr__`` that prints it as ``{key: value, ...}``.
+
+    It supplies only the hook: mix it into a :class:`PrettyRepr` (before it) for the
+    ``repr``, and give a ``dict`` subclass a ``__repr__`` that calls
+    :func:`pretty_repr_object`, since ``dict.__repr__`` comes first otherwise.
 
     Examples
     --------
@@ -188,10 +209,8 @@ class MappingReprMixin(Mapping[A, B]):
     ...     def __getitem__(self, k): return self._d[k]
     ...     def __iter__(self): return iter(self._d)
     ...     def __len__(self): return len(self._d)
-    >>> Table(a=1)
-    {
-      'a': 1
-    }
+    >>> Table(a=1, b=2)
+    {'a': 1, 'b': 2}
     """
 
     def __pretty_repr__(self) -> Iterator[Union[PrettyType, PrettyAttr]]:
@@ -202,7 +221,7 @@ class MappingReprMixin(Mapping[A, B]):
 
 @dataclasses.dataclass(repr=False)
 class PrettyMapping(PrettyRepr):
-    """Wraps any mapping to print it one ``key: value`` per line.
+    """Wraps any mapping to print it with the pretty layout, ``Name{key: value, ...}``.
 
     Parameters
     ----------
@@ -215,10 +234,7 @@ class PrettyMapping(PrettyRepr):
     --------
     >>> from brainx.util import PrettyMapping
     >>> PrettyMapping({"w": 1, "b": 2}, type_name="Params")
-    Params{
-      'w': 1,
-      'b': 2
-    }
+    Params{'w': 1, 'b': 2}
     """
 
     mapping: Mapping
@@ -228,16 +244,6 @@ class PrettyMapping(PrettyRepr):
         yield PrettyType(type=self.type_name, value_sep=": ", start="{", end="}")
         for key, value in self.mapping.items():
             yield PrettyAttr(repr(key), value)
-
-
-@dataclasses.dataclass
-class PrettyReprContext(threading.local):
-    """Per thread: the objects already being printed by the outermost ``repr`` call."""
-
-    seen_modules_repr: Optional[Dict[int, Any]] = None
-
-
-CONTEXT = PrettyReprContext()
 
 
 def _default_repr_object(node: Any) -> Iterator[PrettyType]:
@@ -255,34 +261,32 @@ def yield_unique_pretty_repr_items(
     repr_object: Optional[Callable[[Any], Iterator[PrettyType]]] = None,
     repr_attr: Optional[Callable[[Any], Iterator[PrettyAttr]]] = None,
 ) -> Iterator[Union[PrettyType, PrettyAttr]]:
-    """The pretty-repr items of ``node``, printing a repeated object as ``Type(...)``.
+    """The pretty-repr items of ``node``; ``Type(...)`` for one already met in this call.
 
-    Within one outermost ``repr`` call, the first time an object is met its
-    header and attributes are yielded; any later time (a shared submodule, a
-    cycle) only ``PrettyType(type(node), empty_repr='...')``.
+    Within one outermost call (nested calls, made while its items are produced, share
+    it), an object met again yields only ``PrettyType(type(node), empty_repr='...')``.
+    The engine marks shared and cyclic objects itself (``<shared: ...>``,
+    ``<cycle: ...>``); this guards code that walks the items by hand.
 
     Parameters
     ----------
     node : object
         The object being printed.
     repr_object : callable, optional
-        ``repr_object(node)`` yields the header; default: the type's name in
-        parentheses.
+        ``repr_object(node)`` yields the header; default: the type's name in parentheses.
     repr_attr : callable, optional
-        ``repr_attr(node)`` yields the attributes; default: the public
-        entries of ``vars(node)``.
+        ``repr_attr(node)`` yields the items; default: the public entries of
+        ``vars(node)``, as their ``repr``.
 
     Examples
     --------
     >>> from brainx.util import PrettyRepr, yield_unique_pretty_repr_items
     >>> class Node(PrettyRepr):
-    ...     def __init__(self): self.child = self      # a cycle
+    ...     def __init__(self): self.size = 3
     ...     def __pretty_repr__(self):
     ...         yield from yield_unique_pretty_repr_items(self)
     >>> Node()
-    Node(
-      child=Node(...)
-    )
+    Node(size=3)
     """
     repr_object = repr_object or _default_repr_object
     repr_attr = repr_attr or _default_repr_attr

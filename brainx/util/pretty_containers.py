@@ -1,31 +1,34 @@
 """``dict``, ``list`` and plain-object classes that print with the pretty-repr layout.
 
-* :class:`PrettyDict`: a ``dict`` that prints one ``key: value`` per line,
-  nested dicts and lists indented, and whose keys are readable as attributes
-  (``d.w`` for ``d['w']``);
-* :class:`PrettyList`: a ``list`` that prints one item per line; a JAX pytree
-  (``jax.tree.map`` returns a ``PrettyList``);
+* :class:`PrettyDict`: a ``dict`` that prints in the pretty layout and whose
+  keys are readable as attributes (``d.w`` for ``d['w']``);
+* :class:`PrettyList`: a ``list`` that prints in the pretty layout; a JAX
+  pytree (``jax.tree.map`` returns a ``PrettyList``);
 * :class:`PrettyObject`: a base class for ordinary objects whose ``repr``
   lists their public attributes; override ``__pretty_repr_item__`` to hide or
   transform an attribute in the printout.
 
-All three reuse :mod:`brainx.util.pretty`, so an object that appears
-twice in one printout (or contains itself) prints as ``Type(...)`` the second
-time.
+All three print through the engine of :mod:`brainx.util.pretty`: on one line
+when it fits, one item per line otherwise; an object that appears twice in one
+printout prints as ``<shared: .path>`` the second time, one that contains
+itself as ``<cycle: .path>``. String values print quoted (``name='w'``).
 
 Examples
 --------
->>> from brainx.util import PrettyDict, PrettyList
+>>> from brainx.util import PrettyDict, PrettyList, repr_options
 >>> d = PrettyDict({"w": 1, "layers": [2, 3]})
 >>> d.w
 1
 >>> d
+{'w': 1, 'layers': [2, 3]}
+>>> with repr_options(width=12):
+...     print(repr(d))
 {
   'w': 1,
   'layers': [
     2,
-    3
-  ]
+    3,
+  ],
 }
 """
 
@@ -35,6 +38,8 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 import jax
 
+from brainx.state.state import State
+from brainx.util.mappings import FlattedDict, NestedDict
 from brainx.util.pretty import (
     PrettyAttr, PrettyRepr, PrettyType, pretty_repr_object, yield_unique_pretty_repr_items,
 )
@@ -51,15 +56,34 @@ class MissingKeyError(KeyError, AttributeError):
     """
 
 
+def _state_ref(value: Any) -> Any:
+    if isinstance(value, State):
+        return value.to_state_ref()
+    if isinstance(value, dict):
+        return type(value)({k: _state_ref(v) for k, v in value.items()})
+    return value
+
+
+def _quote_str(value: Any) -> Any:
+    """A string value as its repr: the protocol prints a ``str`` as is, data must show quoted."""
+    return repr(value) if isinstance(value, str) else value
+
+
 def _pretty_value(value: Any) -> Any:
-    """Wrap a plain list or dict so that it prints in the pretty layout inside a parent."""
+    """A value as it prints inside a pretty container: lists and dicts in the pretty layout,
+    strings quoted."""
     if isinstance(value, list) and not isinstance(value, PrettyList):
         value = PrettyList(value)
     if isinstance(value, dict) and not isinstance(value, PrettyDict):
         value = PrettyDict(value)
     if isinstance(value, PrettyDict):
         value = NestedStateRepr(value)
-    return value
+    return _quote_str(value)
+
+
+def _state_mapping(value: Any) -> bool:
+    """Whether ``value`` is a mapping of states that nests as a ``{...}`` block."""
+    return isinstance(value, (PrettyDict, NestedDict, FlattedDict))
 
 
 class PrettyDict(dict, PrettyRepr):
@@ -92,8 +116,24 @@ class PrettyDict(dict, PrettyRepr):
         """A plain ``dict`` with the same items (nested values are not converted)."""
         return dict(self)
 
+    def treefy_state(self) -> "PrettyDict":
+        """The same mapping with each :class:`~brainx.State` (nested dicts too) replaced by
+        its snapshot, :meth:`State.to_state_ref <brainx.State.to_state_ref>`.
+
+        Examples
+        --------
+        >>> import brainx
+        >>> from brainx.util import PrettyDict
+        >>> refs = PrettyDict(w=brainx.ParamState(1.0), n=2).treefy_state()
+        >>> type(refs["w"]).__name__, refs["n"]
+        ('TreefyState', 2)
+        """
+        return type(self)({k: _state_ref(v) for k, v in self.items()})
+
     def __repr__(self) -> str:
         return pretty_repr_object(self)
+
+    __repr__._uses_pretty_repr = True  # type: ignore[attr-defined]
 
     def __pretty_repr__(self) -> Iterator[Union[PrettyType, PrettyAttr]]:
         yield from yield_unique_pretty_repr_items(self, _dict_header, _dict_items)
@@ -119,19 +159,30 @@ class PrettyDict(dict, PrettyRepr):
 
 
 class NestedStateRepr(PrettyRepr):
-    """Prints a :class:`PrettyDict` nested in another printout as a bare ``{...}`` block."""
+    """Prints a mapping of states nested in another printout as a bare ``{...}`` block.
 
-    def __init__(self, state: PrettyDict) -> None:
+    Parameters
+    ----------
+    state : Mapping
+        A :class:`PrettyDict`, or brainx's :class:`~brainx.util.NestedDict` /
+        :class:`~brainx.util.FlattedDict`.
+
+    Examples
+    --------
+    >>> from brainx.util import NestedDict, NestedStateRepr
+    >>> NestedStateRepr(NestedDict({"a": 1, "b": {"c": "x"}}))
+    {'a': 1, 'b': {'c': 'x'}}
+    """
+
+    def __init__(self, state: Any) -> None:
         self.state = state
 
     def __pretty_repr__(self) -> Iterator[Union[PrettyType, PrettyAttr]]:
         yield PrettyType("", value_sep=": ", start="{", end="}")
-        for item in self.state.__pretty_repr__():
-            if not isinstance(item, PrettyType):
-                yield item
+        yield from _dict_items(self.state)
 
     def __treescope_repr__(self, path: Any, subtree_renderer: Callable) -> Any:
-        children = {k: NestedStateRepr(v) if isinstance(v, PrettyDict) else v
+        children = {k: NestedStateRepr(v) if _state_mapping(v) else v
                     for k, v in self.state.items()}
         return subtree_renderer(children, path=path)
 
@@ -140,7 +191,7 @@ def _dict_header(node: PrettyDict) -> Iterator[PrettyType]:
     yield PrettyType("", value_sep=": ", start="{", end="}")
 
 
-def _dict_items(node: PrettyDict) -> Iterator[PrettyAttr]:
+def _dict_items(node: Any) -> Iterator[PrettyAttr]:
     for key, value in node.items():
         yield PrettyAttr(repr(key), _pretty_value(value))
 
@@ -154,14 +205,13 @@ class PrettyList(list, PrettyRepr):
     >>> import jax
     >>> from brainx.util import PrettyList
     >>> jax.tree.map(lambda x: x * 10, PrettyList([1, 2]))
-    [
-      10,
-      20
-    ]
+    [10, 20]
     """
 
     def __repr__(self) -> str:
         return pretty_repr_object(self)
+
+    __repr__._uses_pretty_repr = True  # type: ignore[attr-defined]
 
     def __pretty_repr__(self) -> Iterator[Union[PrettyType, PrettyAttr]]:
         yield from yield_unique_pretty_repr_items(self, _list_header, _list_items)
@@ -202,13 +252,12 @@ class PrettyObject(PrettyRepr):
     ...     def __pretty_repr_item__(self, name, value):
     ...         return None if name == "cache" else (name, value)
     >>> Layer()
-    Layer(
-      size=3
-    )
+    Layer(size=3)
     """
 
     def __pretty_repr__(self) -> Iterator[Union[PrettyType, PrettyAttr]]:
-        yield from yield_unique_pretty_repr_items(self, _object_header, _object_items)
+        yield from yield_unique_pretty_repr_items(self, _repr_object_general,
+                                                  _repr_attribute_general)
 
     def __pretty_repr_item__(self, key: Any, value: Any) -> Optional[Tuple[Any, Any]]:
         """``(key, value)`` to print for an attribute, or ``None`` to skip it."""
@@ -218,11 +267,13 @@ class PrettyObject(PrettyRepr):
 PrettyReprTree = PrettyObject
 
 
-def _object_header(node: Any) -> Iterator[PrettyType]:
+def _repr_object_general(node: Any) -> Iterator[PrettyType]:
+    """The header of an object: its class name in parentheses."""
     yield PrettyType(type(node), value_sep="=", start="(", end=")")
 
 
-def _object_items(node: Any) -> Iterator[PrettyAttr]:
+def _repr_attribute_general(node: Any) -> Iterator[PrettyAttr]:
+    """The items of an object: ``vars(node)``, through its ``__pretty_repr_item__`` if any."""
     hook = getattr(type(node), "__pretty_repr_item__", None)
     for key, value in vars(node).items():
         if hook is not None:

@@ -194,7 +194,7 @@ class FixedNumConn(Module):
             kind = be.CSR if efferent_target == "post" else be.CSC
             self.conn = kind((_flat(weight), self.indices.ravel(), indptr), shape=shape,
                              backend=backend)
-        self.weight = param_type(weight, name="weight")
+        self.weight = param_type(weight)
 
     @property
     def _compressed(self) -> bool:

@@ -67,7 +67,7 @@ class EventLinear(Module):
         self.backend = backend
         load_brainevent(type(self).__name__)
         w = param(weight, (self.in_size[-1], self.out_size[-1]), allow_none=False)
-        self.weight = param_type(u.math.asarray(w, dtype=float), name="weight")
+        self.weight = param_type(u.math.asarray(w, dtype=float))
 
     def update(self, spikes):
         """The summed rows of ``W`` for the active inputs (``spikes``: ``(..., in)``)."""

@@ -77,7 +77,7 @@ class SparseLinear(Module):
         params = {"weight": spar_mat.data}
         if b_init is not None:
             params["bias"] = param(b_init, (cols,), allow_none=False)
-        self.weight = param_type(params, name="weight")
+        self.weight = param_type(params)
 
     def update(self, x):
         """``x @ W (+ b)``; a bool ``x`` is a spike vector (event kernel on brainevent matrices)."""

@@ -136,7 +136,7 @@ class _Conv(Module):
         if b_init is not None:
             bias_shape = (out_channels,) + (1,) * n if channel_first else (1,) * n + (out_channels,)
             params["bias"] = param(b_init, bias_shape)
-        self.weight = param_type(params, name="weight")
+        self.weight = param_type(params)
         probe = jax.ShapeDtypeStruct((1,) + self.in_size, params["weight"].dtype)
         self.out_size = jax.eval_shape(self._conv, probe, params).shape[1:]
 

@@ -276,8 +276,7 @@ class PReLU(ElementWiseBlock):
     def __init__(self, num_parameters: int = 1, init: float = 0.25, dtype: Any = None):
         super().__init__()
         self.num_parameters = num_parameters
-        self.weight = ParamState(jnp.full((num_parameters,), init, dtype=dtype or float),
-                                 name="weight")
+        self.weight = ParamState(jnp.full((num_parameters,), init, dtype=dtype or float))
 
     def update(self, x: Any) -> Any:
         return F.prelu(x, self.weight.value)

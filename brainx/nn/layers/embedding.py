@@ -82,7 +82,7 @@ class Embedding(Module):
                                   allow_none=False))
         if self.padding_idx is not None:
             table = table.at[self.padding_idx].set(0)
-        self.weight = param_type(table, name="weight")
+        self.weight = param_type(table)
 
     @classmethod
     def from_pretrained(cls, embeddings: Any, padding_idx: Optional[int] = None,

@@ -66,7 +66,7 @@ class Linear(Module):
         self.w_mask = None if w_mask is None else jnp.asarray(w_mask)
         if self.w_mask is not None:
             jnp.broadcast_shapes(self.w_mask.shape, shape)
-        self.weight = ParamState(weights, name="weight")
+        self.weight = ParamState(weights)
 
     def update(self, x):
         """``x @ (W * mask) + b``."""

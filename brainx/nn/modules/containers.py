@@ -173,6 +173,3 @@ class Sequential(Module):
         raise TypeError(f"Sequential: a layer must be a Module, a ParamDescriber or a callable, "
                         f"got {layer!r}.")
 
-    def __repr__(self) -> str:
-        inner = ",\n".join(f"  ({i}): {layer!r}" for i, layer in enumerate(self.layers))
-        return f"Sequential(\n{inner}\n)" if inner else "Sequential()"

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Optional, Sequence, Tuple
 
 from brainx.mixin import ParamDesc
 from brainx.nn.init import to_size
-from brainx.nn.modules.tree_display import module_tree
+from brainx.pretty_repr.layout import PrettyAttr
 from brainx.graph.node import Node
 from brainx.graph.walk import MAX_INT, iter_node, walk_tree
 from brainx.state.state import State
@@ -216,19 +216,34 @@ class Module(Node, ParamDesc):
             for p in params:
                 p.clear_cache()
 
-    def __str__(self) -> str:
-        """The module tree, each state with its kind, shape, dtype and unit (``print(net)``)."""
-        return module_tree(self)
+    def __pretty_repr_item__(self, name: str, value: Any) -> Optional[Tuple[str, Any]]:
+        """As :meth:`Node.__pretty_repr_item__ <brainx.graph.Node.__pretty_repr_item__>`
+        (``None`` values and invisible attributes left out), a private attribute shown by
+        its public name (``_in_size`` as ``in_size``).
 
-    def __repr__(self) -> str:
-        fields = []
-        if self.name is not None:
-            fields.append(f"name={self.name!r}")
-        if self.in_size is not None:
-            fields.append(f"in_size={self.in_size}")
-        if self.out_size is not None and self.out_size != self.in_size:
-            fields.append(f"out_size={self.out_size}")
-        return f"{type(self).__name__}({', '.join(fields)})"
+        Examples
+        --------
+        >>> import brainx
+        >>> m = brainx.nn.Module(name="enc")
+        >>> m.__pretty_repr_item__("_name", "enc"), m
+        (('name', 'enc'), Module(name='enc'))
+        """
+        item = super().__pretty_repr_item__(name, value)
+        if item is None:
+            return None
+        name, value = item
+        return (name[1:] if name.startswith("_") else name), value
+
+    def __pretty_repr__(self) -> Iterator[Any]:
+        """The node's items, with ``in_size`` and ``out_size`` (when both are shown) as
+        one leading ``in_size -> out_size`` item: ``Linear((3,) -> (4,), weight=...)``."""
+        items = list(super().__pretty_repr__())
+        sizes = {it.key: it for it in items[1:]
+                 if isinstance(it, PrettyAttr) and it.key in ("in_size", "out_size")}
+        if len(sizes) == 2:
+            shape = PrettyAttr("", f"{sizes['in_size'].value!r} -> {sizes['out_size'].value!r}")
+            items = [items[0], shape] + [it for it in items[1:] if it.key not in sizes]
+        return iter(items)
 
 
 def _collect(found, kind: type, filters: Sequence[Filter]):
