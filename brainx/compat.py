@@ -78,6 +78,11 @@ PRIVATE_MODULES = {
     "_state_hook_context": "brainx.state.hooks",
     "_state_hook_manager": "brainx.state.hook_manager",
     "_state_global_hooks": "brainx.state.global_hooks",
+    # the pretty-repr modules: their public names, and the helpers their own tests import
+    # (CONTEXT, _default_repr_object, _repr_object_general, ...), from brainx's modules
+    "util._pretty_repr": ("brainx.util.pretty", "brainx.util"),
+    "util._pretty_pytree": ("brainx.util.pretty_containers", "brainx.util.mappings",
+                            "brainx.util"),
 }
 
 
@@ -154,8 +159,9 @@ def install_as_brainstate(version: str = SERVED_VERSION) -> None:
         if module is not None:
             sys.modules["brainstate." + name] = module
     for private, public in PRIVATE_MODULES.items():
-        sys.modules["brainstate." + private] = _forwarding("brainstate." + private,
-                                                          importlib.import_module(public))
+        names = (public,) if isinstance(public, str) else public
+        sys.modules["brainstate." + private] = _forwarding(
+            "brainstate." + private, *(importlib.import_module(n) for n in names))
     sys.modules["brainstate._compatible_import"] = importlib.import_module("brainx.compat_jax")
     if not any(isinstance(finder, _PrivateToPublic) for finder in sys.meta_path):
         sys.meta_path.append(_PrivateToPublic())
@@ -231,18 +237,20 @@ class _ServedBrainstate(types.ModuleType):
                 f"{self.__version__})>")
 
 
-def _forwarding(private_name: str, public: types.ModuleType) -> types.ModuleType:
-    """A module named ``private_name`` whose attributes are ``public``'s."""
+def _forwarding(private_name: str, *publics: types.ModuleType) -> types.ModuleType:
+    """A module named ``private_name`` whose attributes are those of ``publics`` (the first
+    that has the name)."""
     module = types.ModuleType(private_name)
 
     def forward(name: str) -> Any:
-        try:
-            return getattr(public, name)
-        except AttributeError:
-            raise AttributeError(
-                f"module {private_name!r} has no attribute {name!r}: brainx serves brainstate's "
-                f"private modules with the public names of {public.__name__}, and this one is "
-                "not among them (see docs/brainstate-compat.md).") from None
+        for public in publics:
+            if hasattr(public, name):
+                return getattr(public, name)
+        raise AttributeError(
+            f"module {private_name!r} has no attribute {name!r}: brainx serves brainstate's "
+            f"private modules with the public names of "
+            f"{', '.join(p.__name__ for p in publics)}, and this one is not among them "
+            "(see docs/brainstate-compat.md).")
 
     module.__getattr__ = forward  # type: ignore[attr-defined]
     return module
