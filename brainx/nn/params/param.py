@@ -86,7 +86,26 @@ class Param(Module):
             raise ValueError(f"{type(self).__name__}: the initial value {value!r} is outside "
                              f"the range of {t!r} (its inverse is not finite); give a value "
                              f"strictly inside the range.")
-        self.val = ParamState(unconstrained, name="val") if fit else unconstrained
+        self.val = ParamState(unconstrained) if fit else unconstrained
+
+    #: attributes the repr leaves out: the cache and what computes it
+    _REPR_HIDDEN = ("_cached", "precompute", "_enable_cache_logging", "_cache_lock",
+                    "_cached_value", "_cache_valid", "_cache_logger",
+                    "_cache_invalidation_hook_handle")
+
+    def __pretty_repr_item__(self, name: str, value: Any) -> Optional[Any]:
+        """As :meth:`Module.__pretty_repr_item__ <brainx.nn.Module.__pretty_repr_item__>`,
+        the cache and ``precompute`` left out.
+
+        Examples
+        --------
+        >>> import jax.numpy as jnp, brainx
+        >>> brainx.nn.Param(jnp.ones(2), t=brainx.nn.SoftplusT(0.0))
+        Param(t=SoftplusT(lower=0.0), fit=True, val=ParamState(f32[2]))  # 2 params (8 B)
+        """
+        if name in self._REPR_HIDDEN:
+            return None
+        return super().__pretty_repr_item__(name, value)
 
     def _raw(self):
         return self.val.value if isinstance(self.val, State) else self.val

@@ -36,6 +36,8 @@ import brainunit as u
 import jax
 import jax.numpy as jnp
 
+from brainx.pretty_repr.layout import PrettyAttr, PrettyType, pretty_str, render
+
 __all__ = [
     "Transform", "IdentityT", "SoftplusT", "NegSoftplusT", "ExpT", "LogT", "SigmoidT", "TanhT",
     "SoftsignT", "ClipT", "AffineT", "ChainT", "PositiveT", "NegativeT", "save_exp",
@@ -85,9 +87,35 @@ class Transform:
             jnp.ravel(jnp.asarray(x, dtype=float)))
         return _sum_last(jnp.log(jnp.abs(d)).reshape(jnp.shape(x)))
 
+    def __pretty_repr__(self):
+        """The pretty-repr items: the class, then :meth:`_repr_items` (strings quoted)."""
+        yield PrettyType(type(self))
+        for key, value in self._repr_items():
+            yield PrettyAttr(key, repr(value) if isinstance(value, str) else value)
+
+    def _repr_items(self):
+        """The ``(name, value)`` pairs the repr shows (``''`` as a name: shown bare).
+
+        By default the attributes, leaving out ``None`` values and a dimensionless
+        ``unit``; a subclass returns its constructor's arguments where they differ
+        (``SigmoidT``: ``lower`` and ``upper``).
+
+        Examples
+        --------
+        >>> from brainx.nn import SigmoidT, SoftplusT
+        >>> SoftplusT(0.0), SigmoidT(0.0, 2.0)
+        (SoftplusT(lower=0.0), SigmoidT(lower=0.0, upper=2.0))
+        """
+        return [(k, v) for k, v in vars(self).items()
+                if v is not None and not (k == "unit" and getattr(v, "is_unitless", False))]
+
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
-        return f"{type(self).__name__}({args})"
+        return render(self)
+
+    __repr__._uses_pretty_repr = True  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        return pretty_str(self)
 
 
 class IdentityT(Transform):
@@ -208,6 +236,9 @@ class SigmoidT(Transform):
             raise ValueError(f"{type(self).__name__}: lower must be below upper, got "
                              f"lower={lower!r}, upper={upper!r}.")
 
+    def _repr_items(self):
+        return [("lower", self.lower), ("upper", self.lower + self.width)]
+
     def forward(self, x):
         return self.lower + self.width * jax.nn.sigmoid(x)
 
@@ -254,6 +285,8 @@ class ClipT(Transform):
     Examples
     --------
     >>> import jax.numpy as jnp
+
+from brainx.pretty_repr.layout import PrettyAttr, PrettyType, pretty_str, render
     >>> from brainx.nn import ClipT
     >>> ClipT(0.0, 1.0).forward(jnp.array([-2.0, 0.5, 3.0])).tolist()
     [0.0, 0.5, 1.0]

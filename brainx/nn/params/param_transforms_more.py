@@ -145,8 +145,8 @@ class MaskedT(Transform):
         safe = jnp.where(self.mask, y, self.safe_value)
         return jnp.where(self.mask, self.transform.inverse(safe), y)
 
-    def __repr__(self) -> str:
-        return f"MaskedT(mask={self.mask.tolist()}, transform={self.transform!r})"
+    def _repr_items(self):
+        return [("mask", self.mask.tolist()), ("transform", self.transform)]
 
 
 class SimplexT(Transform):

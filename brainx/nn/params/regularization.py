@@ -32,6 +32,7 @@ import jax.numpy as jnp
 
 from brainx import random as brainx_random
 from brainx.nn.init import to_size
+from brainx.pretty_repr.layout import PrettyAttr, PrettyType, pretty_str, render
 
 __all__ = ["Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg"]
 
@@ -66,9 +67,19 @@ class Regularization:
         """The prior's mode: what :meth:`Param.reset_to_prior` sets."""
         raise NotImplementedError(f"{type(self).__name__} must implement reset_value().")
 
+    def __pretty_repr__(self):
+        """The pretty-repr items: the class, then its attributes (``fit_hyper`` first)."""
+        yield PrettyType(type(self))
+        for key, value in vars(self).items():
+            yield PrettyAttr(key, repr(value) if isinstance(value, str) else value)
+
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "fit_hyper")
-        return f"{type(self).__name__}({fields})"
+        return render(self)
+
+    __repr__._uses_pretty_repr = True  # type: ignore[attr-defined]
+
+    def __str__(self) -> str:
+        return pretty_str(self)
 
 
 class L1Reg(Regularization):
