@@ -9,7 +9,10 @@ Settings come in two layers, as in brainstate:
 :func:`get` looks in the innermost :func:`context` first, then in the
 defaults. One exception: ``precision`` also switches JAX's ``jax_enable_x64``
 flag, which is process-wide, so a ``context(precision=64)`` affects every
-thread while it is open (and puts the flag back as it found it). Times are
+thread while it is open. Until a precision is set, it is
+:data:`INITIAL_PRECISION`: JAX's x64 setting when brainx was imported (64 if
+float64 was enabled before, else 32); importing brainx leaves JAX's flag as
+it is. Times are
 brainunit quantities (``0.1 * u.ms``) or plain numbers, whatever the model's
 time constants are.
 
@@ -46,7 +49,7 @@ Quantity(0.1, "ms")
 """
 
 from .dtypes import _get_complex, _get_float, _get_int, _get_uint  # noqa: F401 (brainstate's)
-from .env_state import EnvironmentState
+from .env_state import INITIAL_PRECISION, EnvironmentState
 from .keys import (DEFAULT_PRECISION, DT, FIT, HOST_DEVICE_COUNT, JIT_ERROR_CHECK, PLATFORM,
                    PRECISION, SUPPORTED_PLATFORMS, SUPPORTED_PRECISIONS, I, PlatformType,
                    PrecisionType, T)  # noqa: F401
@@ -70,5 +73,7 @@ __all__ = [
     "register_default_behavior", "unregister_default_behavior", "list_registered_behaviors",
     # keys and constants
     "I", "T", "DT", "PRECISION", "PLATFORM", "HOST_DEVICE_COUNT", "JIT_ERROR_CHECK", "FIT",
-    "DEFAULT_PRECISION", "SUPPORTED_PLATFORMS", "SUPPORTED_PRECISIONS",
+    "DEFAULT_PRECISION", "INITIAL_PRECISION", "SUPPORTED_PLATFORMS", "SUPPORTED_PRECISIONS",
 ]
+
+_INITIAL_PRECISION = INITIAL_PRECISION  # brainstate 0.6's name

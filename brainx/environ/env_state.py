@@ -7,9 +7,15 @@ for a test or a sub-simulation, as in brainstate).
 
 Its ``settings`` are process-wide (every thread sees what :func:`set`
 stored), while ``contexts`` are per thread: a ``with environ.context(...)``
-block in one thread is invisible to the others. brainstate 0.5.4 makes the
-whole object thread-local, so a value set in the main thread is missing in
-worker threads; brainx does not.
+block in one thread is invisible to the others, as in brainstate 0.6
+(brainstate 0.5.4 made the whole object thread-local, so a value set in the
+main thread was missing in worker threads).
+
+The precision a fresh environment starts from, :data:`INITIAL_PRECISION`,
+is read once, when brainx is imported, from JAX's ``jax_enable_x64`` flag:
+64 when float64 was already enabled (``jax.config.update`` or the
+``JAX_ENABLE_X64`` environment variable), else ``DEFAULT_PRECISION`` (32).
+Importing brainx never changes that flag.
 """
 
 from __future__ import annotations
@@ -18,10 +24,14 @@ import threading
 from collections import defaultdict
 from typing import Any, Callable, DefaultDict, Dict, Hashable, List, Optional
 
+import jax
+
 from .keys import DEFAULT_PRECISION, PRECISION
 
 UNSET = object()  # what lookup() gives for a key that is not set
-DEFAULTS: Dict[Hashable, Any] = {PRECISION: DEFAULT_PRECISION}  # what get() and all() fall back to
+#: the precision an unset environment reports: JAX's x64 setting when brainx was imported
+INITIAL_PRECISION = 64 if jax.config.jax_enable_x64 else DEFAULT_PRECISION
+DEFAULTS: Dict[Hashable, Any] = {PRECISION: INITIAL_PRECISION}  # what get() and all() fall back to
 
 
 class EnvironmentState:

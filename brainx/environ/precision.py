@@ -20,12 +20,16 @@ def set_precision(precision: PrecisionType, *, env: Optional[EnvironmentState] =
 
 
 def get_precision(*, env: Optional[EnvironmentState] = None) -> int:
-    """The float precision in bits (32 unless set; ``"bf16"`` reports 16)."""
+    """The float precision in bits (``"bf16"`` reports 16).
+
+    Unset, it is :data:`~brainx.environ.INITIAL_PRECISION`: 64 when JAX's x64 mode was on
+    when brainx was imported, else 32.
+    """
     return dtypes.bits(get(PRECISION, env=env))
 
 
 def dftype(*, env: Optional[EnvironmentState] = None):
-    """The default float dtype for the current precision (``float32`` by default).
+    """The default float dtype for the current precision (``float32`` unless x64 is on).
 
     Examples
     --------

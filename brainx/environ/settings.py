@@ -9,11 +9,11 @@ one just stores values.
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional
+from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Tuple
 
-import jax
 import numpy as np
 
 from brainx.state.trace import _THREAD
@@ -26,6 +26,11 @@ from .platform import get_host_device_count, get_platform, set_host_device_count
 __all__ = ["set", "get", "all", "pop", "context", "reset", "get_dt",
            "register_default_behavior", "unregister_default_behavior",
            "list_registered_behaviors"]
+
+# JAX's x64 flag is process-wide, context stacks are per thread: the global context(precision=)
+# blocks open in any thread, oldest first. When one exits, the newest still open decides the flag.
+_PRECISION_LOCK = threading.RLock()
+_PRECISION_OVERRIDES: List[Tuple[object, Any]] = []
 
 _MISSING = object()  # "no default given"
 _UNSET = UNSET      # a default meaning "not set"
@@ -114,7 +119,9 @@ def pop(key: Hashable, default: Any = _MISSING, *,
     """Remove a default and return it (``default`` when it is not set).
 
     A key overridden by an open :func:`context` in this thread cannot be
-    popped: that raises ``ValueError``. Registered behaviours are not called.
+    popped: that raises ``ValueError``. Registered behaviours are not called;
+    popping ``precision`` puts ``jax_enable_x64`` back in line with the
+    precision then in force (brainstate leaves the flag as it was).
     """
     env = resolve(env)
     depth = len(env.contexts.get(key, ()))
@@ -127,7 +134,10 @@ def pop(key: Hashable, default: Any = _MISSING, *,
         if default is _MISSING and key not in env.settings:
             raise KeyError(f"{key!r} not found in the environment, so it cannot be popped. "
                            f"Pass a default (environ.pop({key!r}, None)) to allow that.")
-        return env.settings.pop(key, default)
+        value = env.settings.pop(key, default)
+        if key == PRECISION and env is GLOBAL_ENV:
+            dtypes.apply_to_jax(get(PRECISION))   # JAX's flag follows the precision now in force
+        return value
 
 
 def get(key: Hashable, default: Any = _MISSING, desc: Optional[str] = None, *,
@@ -275,9 +285,10 @@ class _SettingsRead(Mapping):
 def reset(*, env: Optional[EnvironmentState] = None) -> None:
     """Forget every setting made with :func:`set` and every registered behaviour.
 
-    Precision goes back to 32 bits (``jax_enable_x64`` off). The platform and
-    host device count are JAX's and stay as they are; ``with`` blocks still
-    open keep their values until they exit.
+    Precision goes back to the one brainx was imported with (32 bits, or 64
+    when JAX's x64 mode was on then), and ``jax_enable_x64`` follows. The
+    platform and host device count are JAX's and stay as they are; ``with``
+    blocks still open keep their values until they exit.
 
     Examples
     --------
@@ -285,8 +296,8 @@ def reset(*, env: Optional[EnvironmentState] = None) -> None:
     >>> saved = environ.all()
     >>> environ.set(gain=2.0)
     >>> environ.reset()
-    >>> environ.get("gain", None) is None, environ.get_precision()
-    (True, 32)
+    >>> environ.get("gain", None) is None, environ.get_precision() == environ.INITIAL_PRECISION
+    (True, True)
     >>> environ.set(**saved)   # put back what was set before
     """
     env = resolve(env)
@@ -305,7 +316,11 @@ def context(*, env: Optional[EnvironmentState] = None,
     """Override settings inside a ``with`` block (this thread only); yields :func:`all`.
 
     The previous values come back when the block exits, also after an exception.
-    ``platform`` and ``host_device_count`` are process-wide and refused here. A
+    ``platform`` and ``host_device_count`` are process-wide and refused here.
+    ``precision`` switches JAX's process-wide ``jax_enable_x64`` flag, so it
+    reaches other threads while the block is open; on exit the newest
+    ``precision`` block still open in any thread decides the flag, else the
+    global setting. A
     behaviour that raises on entry undoes the block's settings and the error
     propagates; one that raises while a value is put back on exit is reported
     as a ``RuntimeWarning`` (the block's own exception, if any, goes on).
@@ -331,12 +346,16 @@ def context(*, env: Optional[EnvironmentState] = None,
     pushed = []
     inside_trace = env is GLOBAL_ENV and bool(reads._RECORDERS.stack)
     local = reads.shadow(kwargs) if inside_trace else ()  # opened inside a trace: its own values
-    x64_before = jax.config.jax_enable_x64  # JAX's flag is process-wide: put it back as found
+    token = None
     try:
         for key, value in kwargs.items():
             with env.locks[key]:
                 stacks[key].append(value)
                 pushed.append(key)
+                if key == PRECISION and env is GLOBAL_ENV:
+                    token = object()
+                    with _PRECISION_LOCK:
+                        _PRECISION_OVERRIDES.append((token, value))
                 _changed(env, key, value)
         yield _SettingsRead(env) if inside_trace else all(env=env)
     finally:
@@ -357,8 +376,16 @@ def context(*, env: Optional[EnvironmentState] = None,
                     warnings.warn(f"The behavior registered for {key!r} raised while the "
                                   f"context restored {current!r}: {error!r}", RuntimeWarning,
                                   stacklevel=3)
-                if current is _UNSET and key == PRECISION and env is GLOBAL_ENV:
-                    jax.config.update("jax_enable_x64", x64_before)
+                if key == PRECISION and token is not None:
+                    _end_precision_override(token)
+
+
+def _end_precision_override(token: object) -> None:
+    """Forget a closed ``context(precision=)``; the newest one still open (any thread) sets x64."""
+    with _PRECISION_LOCK:
+        _PRECISION_OVERRIDES[:] = [o for o in _PRECISION_OVERRIDES if o[0] is not token]
+        if _PRECISION_OVERRIDES:
+            dtypes.apply_to_jax(_PRECISION_OVERRIDES[-1][1])
 
 
 def get_dt(*, env: Optional[EnvironmentState] = None) -> Any:
