@@ -51,14 +51,17 @@ of the tests passing there pass on brainx, and the time ratio::
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+import zipfile
 
 from changed_tests import case_key, changed, test_sources
 
@@ -166,6 +169,16 @@ compatible = types.ModuleType("brainstate._compatible_import")
 compatible.__getattr__ = _jax_internal
 sys.modules["brainstate._compatible_import"] = compatible
 sys.meta_path.insert(0, _PrivateToPublic())  # before install_as_brainstate's (--lenient)
+
+# brainstate's own test helpers (``_testing.py``, read from the checkout with the tests),
+# on brainx: `from brainstate._testing import SMALL_BATCH` in the test files
+_testing = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bs_tests", "_testing.py")
+if os.path.exists(_testing):
+    _spec = importlib.util.spec_from_file_location("brainstate._testing", _testing)
+    _module = importlib.util.module_from_spec(_spec)
+    sys.modules["brainstate._testing"] = _module
+    sys.modules["brainx._testing"] = _module     # `from brainstate import _testing`
+    _spec.loader.exec_module(_module)
 '''
 
 PRIVATE = re.compile(r"No module named '(brainstate[.\w]*\._\w+)'|"
@@ -177,6 +190,22 @@ SUMMARY = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed
 def git(repo: str, *args: str) -> str:
     return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True,
                           check=True).stdout
+
+
+def fetch_release(spec: str, folder: str) -> str:
+    """``brainstate==X``: its wheel (which carries the test files), downloaded and unpacked.
+
+    Downloaded by this interpreter's pip: brainstate 0.6.0 needs Python >= 3.12.
+    """
+    target = os.path.join(folder, spec.replace("==", "-"))
+    run = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary",
+                          ":all:", "-q", "-d", target, spec], capture_output=True, text=True)
+    wheels = [n for n in os.listdir(target) if n.endswith(".whl")] if os.path.isdir(target) else []
+    if run.returncode or not wheels:
+        raise RuntimeError(f"pip download {spec} failed:\n{run.stderr[-2000:]}")
+    with zipfile.ZipFile(os.path.join(target, wheels[0])) as z:
+        z.extractall(target)
+    return target
 
 
 def source_files(repo: str) -> dict:
@@ -198,7 +227,10 @@ def export(repo: str, folder: str, only: str | None, nn: bool = False,
     files = source_files(repo)
     names = [n for n in files if (CORE.match(n) or (nn and NN.match(n)))
              and (only is None or only in n)]
-    for name in names:
+    # brainstate's test set-up beside its tests: its conftest.py (a seeded generator before
+    # each test, `slow` tests skipped, 8 CPU devices for the sharding tests) and _testing.py
+    support = [n for n in ("brainstate/conftest.py", "brainstate/_testing.py") if n in files]
+    for name in names + support:
         path = os.path.join(folder, name.replace("brainstate/", "bs_tests/", 1))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
@@ -221,20 +253,36 @@ def changed_since(repo: str, old_repo: str, names: list) -> dict:
 
 
 def junit_cases(xml: str) -> list:
-    """``[[classname, name, outcome], ...]`` of a pytest ``--junitxml`` file."""
+    """``[[classname, name, outcome, cause], ...]`` of a pytest ``--junitxml`` file.
+
+    ``cause``: a failure's or error's first line (its message), else empty.
+    """
     cases = []
     try:
         root = ET.parse(xml).getroot()
     except (ET.ParseError, FileNotFoundError):
         return cases
     for case in root.iter("testcase"):
-        outcome = "passed"
+        outcome, cause = "passed", ""
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
                 outcome = {"failure": "failed"}.get(child.tag, child.tag)
+                if outcome != "skipped":
+                    lines = (child.get("message") or child.text or "").strip().splitlines()
+                    cause = re.sub(r"0x[0-9a-f]+", "0x..", lines[0] if lines else "")[:200]
                 break
-        cases.append([case.get("classname", ""), case.get("name", ""), outcome])
+        cases.append([case.get("classname", ""), case.get("name", ""), outcome, cause])
     return cases
+
+
+def children_cpu() -> float:
+    """CPU seconds (user and system) of the finished child processes so far.
+
+    Around one test process at a time (``--jobs 1``) it is that process's: on a
+    loaded machine a steadier measure than wall time for comparing two runs.
+    """
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_file(folder: str, name: str, timeout: int, verbose: bool, lenient: bool = False,
@@ -245,7 +293,7 @@ def run_file(folder: str, name: str, timeout: int, verbose: bool, lenient: bool 
     if python is None:
         env["PYTHONPATH"] = brainx
     xml = os.path.join(folder, "junit.xml")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     try:
         run = subprocess.run([python or sys.executable, "-m", "pytest", "-q", "-p",
                               "no:cacheprovider", "--tb=line", "-rf", f"--junitxml={xml}", path],
@@ -261,6 +309,7 @@ def run_file(folder: str, name: str, timeout: int, verbose: bool, lenient: bool 
         counts[kind] += int(n)
     counts["timeout"] = "TIMEOUT" in text
     counts["seconds"] = round(time.perf_counter() - start, 1)
+    counts["cpu_seconds"] = round(children_cpu() - cpu, 1)
     counts["cases"] = junit_cases(xml)
     if os.path.exists(xml):
         os.remove(xml)
@@ -280,19 +329,24 @@ def changed_report(results: dict, changes: dict, reference: dict | None = None) 
     results), the count is of the new or changed tests that pass there.
     """
     passing, total, functions, ref_passing = 0, 0, 0, 0
-    rows = []
+    rows, causes = [], collections.Counter()
     for name, keys in changes.items():
         if not keys or name not in results:
             continue
         module = "bs_tests." + name.split("/", 1)[1][:-3].replace("/", ".")
         functions += len(keys)
-        mine = [(c, n, o) for c, n, o in results[name]["cases"]
+        mine = [(c, n, o) for c, n, o, *_ in results[name]["cases"]
                 if case_key(c, n, module) in keys and o != "skipped"]
+        causes.update(f"{name.split('/')[-1]}: {why}" for c, n, o, *why in results[name]["cases"]
+                      if case_key(c, n, module) in keys and o in ("failed", "error") and why)
+        if not mine and results[name]["missing"]:
+            causes[f"{name.split('/')[-1]}: not collected, missing "
+                   f"{', '.join(results[name]['missing'])}"] += len(keys)
         n_total = len(mine) if mine else len(keys)
         n_pass = sum(o == "passed" for _, _, o in mine)
         ok_ref = None
         if reference is not None and name in reference:
-            theirs = {(c, n) for c, n, o in reference[name]["cases"]
+            theirs = {(c, n) for c, n, o, *_ in reference[name]["cases"]
                       if o == "passed" and case_key(c, n, module) in keys}
             ok_ref = len(theirs)
             ref_passing += ok_ref
@@ -306,6 +360,8 @@ def changed_report(results: dict, changes: dict, reference: dict | None = None) 
         print(f"  {name:58s} {n_pass:4d} / {n_total:4d}")
     denominator = ref_passing if reference is not None else total
     print(f"  {'all new or changed':58s} {passing:4d} / {denominator:4d}")
+    for why, n in causes.most_common():
+        print(f"    {n:4d}  {why[:150]}")
     return {"functions": functions, "passing": passing, "of": denominator}
 
 
@@ -313,7 +369,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repo", default=DEFAULT_REPO,
                    help="a brainstate git checkout, or a folder holding an unpacked wheel "
-                        "(brainstate 0.6.0's wheel carries its test files)")
+                        "(brainstate 0.6.0's wheel carries its test files), or brainstate==X "
+                        "(its wheel, downloaded)")
     p.add_argument("--only", default=None, help="run the files whose path contains this")
     p.add_argument("--nn", action="store_true", help="brainstate/nn's test files too")
     p.add_argument("--timeout", type=int, default=300, help="seconds per file")
@@ -328,6 +385,8 @@ def main(argv=None) -> int:
     p.add_argument("--brainx", default=ROOT, metavar="DIR",
                    help="measure the brainx of this source tree (e.g. `git archive HEAD brainx` "
                         "unpacked there): edits in progress here do not disturb the run")
+    p.add_argument("--changed-only", action="store_true",
+                   help="with --changed-since: run only the files that hold new or changed tests")
     p.add_argument("--on-brainstate", default=None, metavar="PYTHON",
                    help="run on the brainstate installed for this interpreter (the reference)")
     p.add_argument("--compare", default=None, metavar="JSON",
@@ -335,14 +394,20 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     results = {}
     with tempfile.TemporaryDirectory() as folder:
+        for key in ("repo", "changed_since"):
+            if (getattr(args, key) or "").startswith("brainstate=="):
+                setattr(args, key, fetch_release(getattr(args, key), folder))
         names = export(args.repo, folder, args.only, args.nn, bool(args.on_brainstate))
         changes = changed_since(args.repo, args.changed_since, names) if args.changed_since else {}
+        if args.changed_only:
+            names = [n for n in names if changes.get(n)]
         for name in names:
             results[name] = run_file(folder, name, args.timeout, args.verbose, args.lenient,
                                      args.on_brainstate, args.brainx)
             c = results[name]
             total = c["passed"] + c["failed"] + c["error"]
             print(f"{name:60s} {c['passed']:4d} / {total:4d} {c['seconds']:6.1f} s"
+                  f" {c['cpu_seconds']:6.1f} s CPU"
                   + (f"  ({c['error']} errors)" if c["error"] else "")
                   + ("  TIMEOUT" if c["timeout"] else "")
                   + (f"  missing: {', '.join(c['missing'][:3])}" if c["missing"] else ""),
@@ -350,19 +415,21 @@ def main(argv=None) -> int:
     passed = sum(c["passed"] for c in results.values())
     total = sum(c["passed"] + c["failed"] + c["error"] for c in results.values())
     seconds = sum(c["seconds"] for c in results.values())
-    print(f"{'all':60s} {passed:4d} / {total:4d} {seconds:6.0f} s")
+    cpu = sum(c["cpu_seconds"] for c in results.values())
+    print(f"{'all':60s} {passed:4d} / {total:4d} {seconds:6.0f} s {cpu:6.0f} s CPU")
     reference = None
     if args.compare:
         with open(args.compare) as f:
             reference = json.load(f)["files"]
         common = [n for n in results if n in reference]
-        theirs = {(n, c, t) for n in common for c, t, o in reference[n]["cases"] if o == "passed"}
-        ours = {(n, c, t) for n in common for c, t, o in results[n]["cases"] if o == "passed"}
-        ref_s = sum(reference[n]["seconds"] for n in common)
-        our_s = sum(results[n]["seconds"] for n in common)
+        theirs = {(n, c, t) for n in common for c, t, o, *_ in reference[n]["cases"]
+                  if o == "passed"}
+        ours = {(n, c, t) for n in common for c, t, o, *_ in results[n]["cases"] if o == "passed"}
+        ref_s = sum(reference[n].get("cpu_seconds", 0) for n in common)
+        our_s = sum(results[n]["cpu_seconds"] for n in common)
         print(f"{'of those passing on brainstate':60s} {len(theirs & ours):4d} / {len(theirs):4d}"
-              f"  time {our_s:.0f} s / {ref_s:.0f} s = {our_s / max(ref_s, 1e-9):.2f}x")
-    summary = {"passed": passed, "total": total, "seconds": seconds}
+              f"  CPU time {our_s:.0f} s / {ref_s:.0f} s = {our_s / max(ref_s, 1e-9):.2f}x")
+    summary = {"passed": passed, "total": total, "seconds": seconds, "cpu_seconds": cpu}
     if changes:
         summary["changed"] = changed_report(results, changes, reference)
     if args.json:

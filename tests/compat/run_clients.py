@@ -67,6 +67,7 @@ import glob
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tarfile
@@ -364,9 +365,19 @@ def test_env(brainx: str | None = None) -> dict:
     return env
 
 
+def children_cpu() -> float:
+    """CPU seconds (user and system) of the finished child processes so far.
+
+    Around one test process at a time (``--jobs 1``) it is that process's: on a
+    loaded machine a steadier measure than wall time for comparing two runs.
+    """
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_file(python: str, source: str, rel: str, timeout: int, verbose: bool,
              brainx: str | None = None) -> dict:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     fd, xml = tempfile.mkstemp(suffix=".xml")
     os.close(fd)
     env = test_env(brainx)
@@ -397,6 +408,7 @@ def run_file(python: str, source: str, rel: str, timeout: int, verbose: bool,
         counts["causes"].append(f"TIMEOUT after {timeout} s")
     counts["timeout"] = timed_out
     counts["seconds"] = round(time.perf_counter() - start, 1)
+    counts["cpu_seconds"] = round(children_cpu() - cpu, 1)
     if verbose:
         print(text[-6000:], flush=True)
     return counts
@@ -441,8 +453,10 @@ def summarize(results: dict, top: int) -> None:
         skipped = sum(c["skipped"] for c in rows)
         timeouts = sum(c["timeout"] for c in rows)
         seconds = round(sum(c.get("seconds", 0) for c in rows), 1)
-        r.update(passed=passed, total=total, skipped=skipped, seconds=seconds)
-        print(f"{client}: {passed} of {total} passing ({len(r['files'])} files, {seconds:.0f} s"
+        cpu = round(sum(c.get("cpu_seconds", 0) for c in rows), 1)
+        r.update(passed=passed, total=total, skipped=skipped, seconds=seconds, cpu_seconds=cpu)
+        print(f"{client}: {passed} of {total} passing ({len(r['files'])} files, {seconds:.0f} s,"
+              f" {cpu:.0f} s CPU"
               + (f", {skipped} skipped" if skipped else "")
               + (f", {timeouts} timed out" if timeouts else "") + ")"
               + (f"; on brainstate (reference): {r['reference']}" if r.get("reference") else ""))
@@ -455,7 +469,8 @@ def summarize(results: dict, top: int) -> None:
 def compare(results: dict, reference: dict) -> None:
     """Beside a ``--json`` of ``--on-brainstate``: of the tests that pass there, how many here.
 
-    The time ratio is over the files both runs ran (each file's process, start-up included).
+    The time ratio is over the files both runs ran (each file's process, start-up included),
+    in CPU seconds (steadier than wall time on a shared machine; ``--jobs 1`` runs only).
     """
     print("\ncompared with the reference run:")
     for client, r in results.items():
@@ -465,12 +480,12 @@ def compare(results: dict, reference: dict) -> None:
         common = [f for f in r["files"] if f in ref["files"]]
         theirs = {(f, t) for f in common for t in ref["files"][f].get("passed_ids", [])}
         ours = {(f, t) for f in common for t in r["files"][f].get("passed_ids", [])}
-        ours_s = sum(r["files"][f].get("seconds", 0) for f in common)
-        theirs_s = sum(ref["files"][f].get("seconds", 0) for f in common)
+        ours_s = sum(r["files"][f].get("cpu_seconds", 0) for f in common)
+        theirs_s = sum(ref["files"][f].get("cpu_seconds", 0) for f in common)
         ratio = f"{ours_s / theirs_s:.2f}x" if theirs_s else "?"
         print(f"{client}: {len(theirs & ours)} of the {len(theirs)} passing on brainstate pass "
-              f"here ({len(ours - theirs)} pass here only); time {ours_s:.0f} s / {theirs_s:.0f} s"
-              f" = {ratio} ({len(common)} files)")
+              f"here ({len(ours - theirs)} pass here only); CPU time {ours_s:.0f} s / "
+              f"{theirs_s:.0f} s = {ratio} ({len(common)} files)")
         for f, t in sorted(theirs - ours)[:20]:
             print(f"    misses {f}::{t}")
         r["compared"] = {"passing_on_brainstate": len(theirs), "of_those_here": len(theirs & ours),
@@ -548,6 +563,7 @@ def main(argv=None) -> int:
                     total = c["passed"] + c["failed"] + c["error"]
                     common = collections.Counter(c["causes"]).most_common(1)
                     print(f"{name:64s} {c['passed']:4d} / {total:4d} {c['seconds']:6.1f} s"
+                          f" {c['cpu_seconds']:6.1f} s CPU"
                           + (f"  ({c['error']} errors)" if c["error"] else "")
                           + ("  TIMEOUT" if c["timeout"] else "")
                           + (f"  {common[0][0][:90]}" if common else ""), flush=True)
