@@ -60,6 +60,7 @@ from brainx.nn.layers.pooling import (
     AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d,
     MaxPool2d, MaxPool3d,
 )
+from brainx.nn.layers.unpooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from brainx.nn.layers.rnn_cells import GRUCell, LSTMCell, RNNCell, ValinaRNNCell
 from brainx.nn.layers.shape_ops import Flatten, Unflatten
 
@@ -105,7 +106,8 @@ __all__ = [
     "Vmap", "Map", "EnvironContext", "Linear", "SignedWLinear", "ScaledWSLinear", "LoRA", "weight_standardization", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
     "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
-    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "BatchNorm0d", "BatchNorm1d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d",
+    "MaxUnpool3d", "BatchNorm0d", "BatchNorm1d",
     "BatchNorm2d", "BatchNorm3d", "LayerNorm", "RMSNorm", "GroupNorm", "Dropout", "Dropout1d",
     "Dropout2d", "Dropout3d", "Flatten", "Unflatten", "Embedding", "RNNCell", "ValinaRNNCell",
     "GRUCell", "LSTMCell",

@@ -69,7 +69,8 @@ def _out_size(layer: Module, in_size) -> None:
     if in_size is not None:
         layer.in_size = in_size
         probe = jax.ShapeDtypeStruct((1,) + layer.in_size, environ.dftype())
-        layer.out_size = jax.eval_shape(layer.update, probe).shape[1:]
+        out = jax.eval_shape(layer.update, probe)
+        layer.out_size = (out[0] if isinstance(out, tuple) else out).shape[1:]
 
 
 class _Pool(Module):
@@ -120,6 +121,65 @@ class _MaxPool(_Pool):
     init_value = -np.inf
     computation = staticmethod(jax.lax.max)
 
+    def __init__(self, kernel_size: Size, stride: Optional[Size] = None,
+                 padding: Any = "VALID", channel_axis: Optional[int] = -1,
+                 return_indices: bool = False, name: Optional[str] = None,
+                 in_size: Optional[Sequence[int]] = None):
+        self.return_indices = bool(return_indices)
+        super().__init__(kernel_size, stride, padding, channel_axis, name, in_size)
+
+    def update(self, x: Any):
+        window, strides, pads = self._window(jnp.ndim(x))
+        pooled = self._reduce(x, window, strides, pads)
+        if not self.return_indices:
+            return pooled
+        if isinstance(pads, str):
+            pads = tuple(jax.lax.padtype_to_pads(jnp.shape(x), window, strides, pads))
+        return pooled, argmax_indices(x, window, strides, pads)
+
+
+def index_layout(shape: Sequence[int], window, strides, pads) -> Tuple[int, ...]:
+    """The shape whose flat positions :meth:`MaxPool.update` indices are (per axis).
+
+    Along each axis, ``(out - 1) * stride + window - pad_low``: the extent the
+    windows cover, counted from the first real element. It depends on the
+    pooled shape and the pooling parameters only, so :class:`MaxUnpool1d` (2d,
+    3d) can decode it without the input's size; for an unpadded input whose
+    length the windows tile exactly, it is the input's own shape.
+    """
+    layout = []
+    for n, k, s, (lo, hi) in zip(shape, window, strides, pads):
+        out = (n + lo + hi - k) // s + 1
+        layout.append((out - 1) * s + k - lo)
+    return tuple(layout)
+
+
+def argmax_indices(x, window, strides, pads) -> jax.Array:
+    """For each max-pooling window, the flat position (in :func:`index_layout`) of its maximum.
+
+    Ties go to the smallest position; a window of padding only reports 0.
+    The indices carry no gradient.
+    """
+    layout = index_layout(jnp.shape(x), window, strides, pads)
+    total = int(np.prod(layout))
+    place = jnp.zeros(jnp.shape(x), jnp.int32)
+    step = 1
+    for axis in reversed(range(jnp.ndim(x))):
+        shape = [1] * jnp.ndim(x)
+        shape[axis] = jnp.shape(x)[axis]
+        place = place + (jnp.arange(shape[axis], dtype=jnp.int32) * step).reshape(shape)
+        step *= layout[axis]
+
+    def better(a, b):
+        (va, ia), (vb, ib) = a, b
+        take_b = (vb > va) | ((vb == va) & (ib < ia))
+        return jnp.where(take_b, vb, va), jnp.where(take_b, ib, ia)
+
+    x = jax.lax.stop_gradient(x)
+    init = (np.asarray(-np.inf, jnp.result_type(x)), np.asarray(total, np.int32))
+    _, found = jax.lax.reduce_window((x, place), init, better, window, strides, pads)
+    return jnp.where(found == total, 0, found)
+
 
 class _AvgPool(_Pool):
     def __init__(self, kernel_size: Size, stride: Optional[Size] = 1, padding: Any = "VALID",
@@ -153,18 +213,37 @@ _POOL_DOC = """{kind} pooling over the last {n} non-channel axes.
     """
 
 
+_MAX_DOC = _POOL_DOC + """return_indices : bool
+        Also return, for each output, the flat position of its maximum, for
+        ``MaxUnpool{n}d``: ``update`` gives ``(pooled, indices)``. Positions
+        are in a layout of ``(out - 1) * stride + kernel_size - padding_low``
+        per pooled axis (the other axes keep their size), the input's own
+        layout when the windows tile an unpadded input exactly (brainstate
+        0.6's layout).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from brainx import nn
+    >>> pool = nn.MaxPool1d(2, return_indices=True, channel_axis=None)
+    >>> y, where = pool(jnp.array([1.0, 3.0, 2.0, 0.0]))
+    >>> y.tolist(), where.tolist()
+    ([3.0, 2.0], [1, 2])
+    """
+
+
 class MaxPool1d(_MaxPool):
-    __doc__ = _POOL_DOC.format(kind="Max", n=1, stride="``kernel_size``")
+    __doc__ = _MAX_DOC.format(kind="Max", n=1, stride="``kernel_size``")
     pool_dim = 1
 
 
 class MaxPool2d(_MaxPool):
-    __doc__ = _POOL_DOC.format(kind="Max", n=2, stride="``kernel_size``")
+    __doc__ = _MAX_DOC.format(kind="Max", n=2, stride="``kernel_size``")
     pool_dim = 2
 
 
 class MaxPool3d(_MaxPool):
-    __doc__ = _POOL_DOC.format(kind="Max", n=3, stride="``kernel_size``")
+    __doc__ = _MAX_DOC.format(kind="Max", n=3, stride="``kernel_size``")
     pool_dim = 3
 
 
