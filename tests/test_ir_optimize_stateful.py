@@ -48,7 +48,7 @@ def test_fn_to_python_code_folds_constants_and_names_the_function():
 
     code = bt.fn_to_python_code(scaled, 1.0)
     assert code.splitlines()[0] == "def scaled(a):"
-    assert "6.0" in code and "lax.sin" in code
+    assert "6.0" in code and "jax.lax.sin" in code
     assert bt.fn_to_python_code(lambda x: x + 1.0, 1.0).startswith("def generated_function(")
     closed = jax.make_jaxpr(scaled)(1.0)
     assert len(code.splitlines()) - 2 <= len(closed.eqns)

@@ -24,7 +24,9 @@ from brainx.transform.remat.checkpointed_loops import (
 )
 from brainx.transform.control.conditions import cond, ifelse, switch
 from brainx.transform.core.inspect import eval_shape, make_jaxpr
-from brainx.transform.core.jaxpr_code import fn_to_python_code, jaxpr_to_python_code
+from brainx.transform.core.jaxpr_code import (
+    UnsupportedPrimitiveError, fn_to_python_code, jaxpr_to_python_code, register_prim_handler,
+)
 from brainx.transform.core.ir_optimize import (
     algebraic_simplification, common_subexpression_elimination, constant_fold, copy_propagation,
     dead_code_elimination, optimize_jaxpr,
@@ -50,7 +52,8 @@ from brainx.transform.core.stateful import (
 
 __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded", "read_state_values",
-    "write_state_values", "make_jaxpr", "jaxpr_to_python_code", "fn_to_python_code", "eval_shape", "jit", "JittedFunction", "checkpoint",
+    "write_state_values", "make_jaxpr", "jaxpr_to_python_code", "fn_to_python_code", "register_prim_handler",
+    "UnsupportedPrimitiveError", "eval_shape", "jit", "JittedFunction", "checkpoint",
     "remat", "CheckpointedFunction", "grad", "vector_grad", "jacrev", "jacobian", "jacfwd",
     "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals",
     "Residual", "ResidualReport", "gradient_temp_bytes", "memory_report", "MemoryReport",
