@@ -279,7 +279,7 @@ def test_while_loop_refuses_strategies_that_need_a_length_and_writes_in_cond():
         s.value = s.value + 1
         return c < 3
 
-    with pytest.raises(ValueError, match="cond_fun writes State\\(name='flag'"):
+    with pytest.raises(ValueError, match="cond_fun writes State\\(.*name='flag'"):
         checkpointed_while_loop(cond, lambda c: c + 1, 0)
     assert float(s.value) == 0.0
 
@@ -293,7 +293,7 @@ def test_type_change_is_an_error_naming_the_state_and_no_state_changes():
         v.value = jnp.zeros(4) + x
         return x
 
-    with pytest.raises(brainx.StateTypeError, match="State\\(name='v'"):
+    with pytest.raises(brainx.StateTypeError, match="State\\(.*name='v'"):
         checkpointed_for_loop(step, jnp.ones(5))
     np.testing.assert_array_equal(v.value, jnp.zeros(3))
     np.testing.assert_array_equal(keep.value, jnp.ones(2))

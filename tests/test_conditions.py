@@ -203,7 +203,7 @@ def test_branch_changing_a_state_type_names_it_and_changes_nothing(where, bad):
     with pytest.raises(brainx.StateTypeError) as err:
         runs[where]()
     msg = str(err.value)
-    assert "State(name='a'" in msg and "before float32[2]" in msg
+    assert "State(f32[2], name='a')" in msg and "before float32[2]" in msg
     assert {"shape": "after float32[3]", "dtype": "after int32[2]",
             "tree": "(float32[2], float32[2])"}[bad] in msg
     assert_close(m.values(), before)

@@ -67,7 +67,7 @@ def test_cond_still_refuses_a_strong_dtype_change():
     def bump():
         s.value = s.value + 0.5
 
-    with pytest.raises(brainx.StateTypeError, match=r"State\(name='count'.*before int32\[\]"):
+    with pytest.raises(brainx.StateTypeError, match=r"State\(.*name='count'.*before int32\[\]"):
         cond(True, bump, lambda: None)
     assert s.value.dtype == jnp.int32
 
@@ -148,7 +148,7 @@ def test_vmap_cond_different_constants_per_lane_is_still_refused():
         cond(x > 0, a, b)
         return x
 
-    with pytest.raises(brainx.BatchAxisError, match=r"State\(name='t'"):
+    with pytest.raises(brainx.BatchAxisError, match=r"State\(.*name='t'"):
         vmap(f)(jnp.array([-1.0, 1.0]))
     assert float(t.value) == 0.0
     vmap(f, out_states=t)(jnp.array([-1.0, 1.0]))        # declared per lane: what JAX computes
@@ -177,7 +177,7 @@ def test_loop_that_changes_a_non_array_leaf_names_the_state_and_shows_it():
 
     before = snapshot(u)
     with pytest.raises(brainx.StateTypeError,
-                       match=r"State\(name='u'.*before \{'a': float32\[2\], 'tag': 'hello'\}, "
+                       match=r"State\(.*name='u'.*before \{'a': float32\[2\], 'tag': 'hello'\}, "
                              r"after \{'a': float32\[2\], 'tag': 'bye'\}"):
         for_loop(step, jnp.ones(3))
     assert_same(before, [u])
@@ -189,7 +189,7 @@ def test_cond_that_changes_a_non_array_leaf_names_the_state():
     def branch():
         u.value = [jnp.ones(2), "b"]
 
-    with pytest.raises(brainx.StateTypeError, match=r"switch changes the type of State\(name='u'"):
+    with pytest.raises(brainx.StateTypeError, match=r"switch changes the type of State\(.*name='u'"):
         switch(1, [lambda: None, branch])
     assert u.value[1] == "a"
 
@@ -254,7 +254,7 @@ def test_jvp_one_tuple_is_the_value_when_the_state_holds_a_one_tuple():
 def test_jvp_wrong_tangents_name_the_state_and_the_expected_structure():
     w = brainx.ParamState(jnp.array([2.0, 3.0]), name="w")
     f = lambda x: w.value * x
-    with pytest.raises(ValueError, match=r"tangent given for ParamState\(name='w'.* is "
+    with pytest.raises(ValueError, match=r"tangent given for ParamState\(.*name='w'.* is "
                                          r"float32\[3\], but the state holds float32\[2\]"):
         jvp(f, (jnp.ones(2),), (jnp.ones(2),), grad_states=w, state_tangents=jnp.ones(3))
     with pytest.raises(ValueError, match=r"another dtype"):
