@@ -91,7 +91,12 @@ from brainx.nn.params.param_transforms import (
 from brainx.nn.params.param_transforms_more import (
     MaskedT, OrderedT, PowerT, ReluT, ScaledSigmoidT, SimplexT, UnitVectorT,
 )
-from brainx.nn.params.regularization import ElasticNetReg, GaussianReg, L1Reg, L2Reg, Regularization
+from brainx.nn.params.regularization import (
+    ElasticNetReg, GaussianReg, HuberReg, L1Reg, L2Reg, Regularization,
+)
+
+# hierarchical data of composed models
+from brainx.nn.hidata import HiData
 
 # training-loop helpers
 from brainx.nn.training.grad_clip import clip_grad_norm
@@ -133,7 +138,7 @@ __all__ = [
     "event_backend", "set_event_backend", "get_event_backend", "use_event_backend",
     "Param", "Const", "Transform", "IdentityT", "SoftplusT", "NegSoftplusT", "ExpT", "LogT",
     "SigmoidT", "TanhT", "SoftsignT", "ClipT", "AffineT", "ChainT", "PositiveT", "NegativeT",
-    "Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg", "ReluT", "ScaledSigmoidT",
+    "Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg", "HuberReg", "HiData", "ReluT", "ScaledSigmoidT",
     "PowerT", "MaskedT", "SimplexT", "UnitVectorT", "OrderedT", "clip_grad_norm", "Metric",
     "MetricState", "AverageMetric", "AccuracyMetric", "MultiMetric",
 ]

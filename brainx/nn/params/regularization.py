@@ -16,6 +16,8 @@ regulariser        ``loss(x)``                                       prior (rese
 ``ElasticNetReg``  ``a * w1 * sum |x| + (1 - a) * w2 * sum x^2``      (0)
 ``GaussianReg``    ``w * (sum p (x - mean)^2 - sum log p)``,         Gaussian (mean)
                    ``p = 1 / std^2``
+``HuberReg``       ``w * sum huber_d(x)``: ``x^2 / 2`` for           (0)
+                   ``|x| <= d``, else ``d * (|x| - d / 2)``
 =================  ================================================  ==================
 
 The penalty is computed on the *constrained* value (``value()``, with its
@@ -34,7 +36,7 @@ from brainx import random as brainx_random
 from brainx.nn.init import to_size
 from brainx.pretty_repr.layout import PrettyAttr, PrettyType, pretty_str, render
 
-__all__ = ["Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg"]
+__all__ = ["Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg", "HuberReg"]
 
 
 def _shape(shape: Union[int, Sequence[int]]) -> tuple:
@@ -200,3 +202,47 @@ class GaussianReg(Regularization):
 
     def reset_value(self) -> Any:
         return self.mean
+
+
+class HuberReg(Regularization):
+    """Huber's robust penalty, ``weight * sum huber(x)``: quadratic near 0, linear beyond ``delta``.
+
+    ``huber(x) = x ** 2 / 2`` where ``|x| <= delta``, else ``delta * (|x| - delta / 2)``
+    (the two pieces meet with the same slope), so large entries are pulled
+    in less hard than by :class:`L2Reg`. ``delta`` is clipped at 0 (plus
+    ``1e-8``), as in brainstate.
+
+    Parameters
+    ----------
+    weight : float
+        The factor of the penalty.
+    delta : float
+        Where the quadratic part gives way to the linear one.
+    fit_hyper : bool
+        Accepted for brainstate's signature; the hyperparameters stay fixed.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from brainx.nn import HuberReg
+    >>> round(float(HuberReg(weight=0.1, delta=1.0).loss(jnp.array([0.5, -3.0]))), 6)  # 0.1 * 2.625
+    0.2625
+    """
+
+    def __init__(self, weight: float = 1.0, delta: float = 1.0, fit_hyper: bool = False):
+        super().__init__(fit_hyper)
+        self.weight, self.delta = weight, delta
+
+    def loss(self, value: Any) -> Any:
+        delta = jnp.maximum(jnp.asarray(self.delta, float), 0.0) + 1e-8
+        size = u.math.abs(value)
+        huber = u.math.where(size <= delta, 0.5 * value ** 2, delta * (size - 0.5 * delta))
+        return self.weight * u.math.sum(huber)
+
+    def sample_init(self, shape: Union[int, Sequence[int]]) -> Any:
+        """Normal(0, 1 / weight) draws (a Gaussian stand-in for the Huber prior, as brainstate)."""
+        std = 1.0 / jnp.sqrt(jnp.maximum(self.weight, 0.0) + 1e-8)
+        return std * brainx_random.randn(*_shape(shape))
+
+    def reset_value(self) -> Any:
+        return 0.0
