@@ -153,10 +153,17 @@ def vmap_new_states(fun: Optional[Callable] = None, *, in_axes: Any = 0, out_axe
                 "or another new state). Build it from lane-independent values, or let it be "
                 "batched. No state was changed.")
 
+    lane.__name__ = getattr(fun, "__name__", "fun")  # errors say vmap(<fun>)
     mapped = VmappedFunction(lane, in_axes=in_axes, out_axes=(out_axes, 0, None),
                              axis_name=axis_name, axis_size=axis_size,
                              spmd_axis_name=spmd_axis_name, in_states=in_states,
-                             out_states=out_states, check_output=check_shared)
+                             out_states=out_states, check_output=check_shared,
+                             write_advice=(
+                                 f"{name} batches the states created inside it; this one is a "
+                                 "pre-existing state (created before the call). Create it inside "
+                                 "the function, declare it in out_states (or in_states, if it "
+                                 "holds one value per lane already), or write a value that is "
+                                 "the same in every lane."))
 
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):

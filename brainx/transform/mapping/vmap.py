@@ -96,7 +96,8 @@ class VmappedFunction:
     def __init__(self, fun: Callable, *, in_axes: Any = 0, out_axes: Any = 0,
                  axis_name: Optional[Hashable] = None, axis_size: Optional[int] = None,
                  spmd_axis_name: Any = None, in_states: Any = None, out_states: Any = None,
-                 check_output: Optional[Callable[[Any, Any], None]] = None):
+                 check_output: Optional[Callable[[Any, Any], None]] = None,
+                 write_advice: Optional[str] = None):
         if not callable(fun):
             raise TypeError(f"vmap: expected a callable, got {fun!r}.")
         if axis_size is not None and (not isinstance(axis_size, int) or axis_size < 1):
@@ -117,6 +118,10 @@ class VmappedFunction:
         self.stateful = _LaneStatefulFunction(fun, self)
         # check_output(out, batch_trace): called on one lane's output as JAX batches it
         self._check_output = check_output
+        # what the error of an undeclared per-lane write tells to do (vmap_new_states: its own)
+        self._write_advice = write_advice or (
+            "Declare it in out_states (or in_states, if it holds one value per lane already), "
+            "or write a value that is the same in every lane.")
         functools.update_wrapper(self, fun, updated=())
 
     def jax_vmap(self, f: Callable, in_axes: Any, out_axes: Any) -> Callable:
@@ -168,9 +173,8 @@ class VmappedFunction:
                 self._undeclared_per_lane_writes(bad)
                 raise BatchAxisError(
                     f"{name} writes a different value in each lane to "
-                    f"{', '.join(repr(s) for s in bad)}, which is not batched. Declare it in "
-                    "out_states (or in_states, if it holds one value per lane already), or "
-                    "write a value that is the same in every lane. No state was changed.")
+                    f"{', '.join(repr(s) for s in bad)}, which is not batched. "
+                    f"{self._write_advice} No state was changed.")
             return out, [v for v, k in zip(new_values, kept) if k]
 
         mapped = self.jax_vmap(lane, (axes, self.in_axes, 0), (self.out_axes, out_axes))
