@@ -70,7 +70,7 @@ def test_graph_node_summary_footer_and_references():
                            "  h=HiddenState(i32[5]),\n  same=<shared: .w>,\n"
                            ")  # 10 params (32 B), 5 state values (20 B)")
     with repr_options(summary=False):
-        assert repr(Net()).endswith("same=<shared: .w>)")
+        assert repr(Net()).endswith("same=<shared: .w>,\n)")
 
     class Root(brainx.graph.Node):
         def __init__(self):
