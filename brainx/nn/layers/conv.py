@@ -161,10 +161,6 @@ class _Conv(Module):
             return self._conv(x[None], self.weight.value)[0]
         return self._conv(x, self.weight.value)
 
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(in_size={self.in_size}, out_channels="
-                f"{self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride})")
-
 
 class _ConvTranspose(_Conv):
     transpose = True

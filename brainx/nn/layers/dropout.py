@@ -82,9 +82,6 @@ class Dropout(ElementWiseBlock):
             shape[d] = 1
         return _keep(x, self.prob, shape)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(prob={self.prob})"
-
 
 class _DropoutNd(ElementWiseBlock):
     """Drop whole channels: one mask value per (sample, channel)."""
@@ -113,9 +110,6 @@ class _DropoutNd(ElementWiseBlock):
         keep = {channel, 0} if batched else {channel}
         shape = [n if i in keep else 1 for i, n in enumerate(jnp.shape(x))]
         return _keep(x, self.prob, shape)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(prob={self.prob}, channel_axis={self.channel_axis})"
 
 
 class Dropout1d(_DropoutNd):

@@ -42,10 +42,6 @@ class _Activation(ElementWiseBlock):
     def update(self, x: Any) -> Any:
         return type(self).fn(x, **{k: getattr(self, k) for k in self.options})
 
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.options)
-        return f"{type(self).__name__}({fields})"
-
 
 class Identity(_Activation):
     """Returns its input unchanged."""
@@ -280,9 +276,6 @@ class PReLU(ElementWiseBlock):
 
     def update(self, x: Any) -> Any:
         return F.prelu(x, self.weight.value)
-
-    def __repr__(self) -> str:
-        return f"PReLU(num_parameters={self.num_parameters})"
 
 
 _SPIKE_OPS = {

@@ -134,5 +134,3 @@ class Embedding(Module):
         factor = jnp.where(used, jnp.minimum(1.0, self.max_norm / (norms + 1e-8)), 1.0)
         return (flat * factor[:, None]).reshape(table.shape)
 
-    def __repr__(self) -> str:
-        return f"Embedding({self.num_embeddings}, {self.embedding_size})"

@@ -176,9 +176,6 @@ class _BatchNorm(Module):
     def running_shape(self) -> Tuple[int, ...]:
         return _feature_shape(self.in_size, self.feature_axes)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(in_size={self.in_size}, momentum={self.momentum})"
-
 
 _BN_DOC = """Batch normalisation of {what} inputs: one sample ``{shape}`` or a batch ``(N, {shape_args})``.
 

@@ -112,10 +112,6 @@ class _Pool(Module):
         window, strides, pads = self._window(jnp.ndim(x))
         return self._reduce(x, window, strides, pads)
 
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(kernel_size={self.kernel_size}, stride={self.stride}, "
-                f"channel_axis={self.channel_axis})")
-
 
 class _MaxPool(_Pool):
     init_value = -np.inf
@@ -300,9 +296,6 @@ class _AdaptivePool(Module):
             if target is not None:
                 x = _adaptive_axis(x, axis, target, type(self).reduce)
         return x
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(target_size={self.target_shape})"
 
 
 _ADAPTIVE_DOC = """Adaptive {kind} pooling: the last {n} non-channel axes become ``target_size``.

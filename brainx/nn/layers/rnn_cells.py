@@ -118,9 +118,6 @@ class _SizedCell(RNNCell):
             raise RuntimeError(f"{self!r} has no hidden state yet: call init_state() on it (or "
                                "brainx.nn.init_all_states(model, batch_size=...)) first.")
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(num_in={self.num_in}, num_out={self.num_out})"
-
 
 class ValinaRNNCell(_SizedCell):
     """Vanilla RNN cell: ``h = activation(W [x, h] + b)``.
