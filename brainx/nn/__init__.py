@@ -94,6 +94,10 @@ from brainx.nn.params.param_transforms_more import (
 from brainx.nn.params.regularization import (
     ElasticNetReg, GaussianReg, HuberReg, L1Reg, L2Reg, Regularization,
 )
+from brainx.nn.params.regularization_more import (
+    CauchyReg, ChainedReg, DirichletReg, GroupLassoReg, HorseshoeReg, MaxNormReg, OrthogonalReg,
+    SpectralNormReg, SpikeAndSlabReg, StudentTReg, TotalVariationReg, UniformReg,
+)
 
 # hierarchical data of composed models
 from brainx.nn.hidata import HiData
@@ -138,7 +142,10 @@ __all__ = [
     "event_backend", "set_event_backend", "get_event_backend", "use_event_backend",
     "Param", "Const", "Transform", "IdentityT", "SoftplusT", "NegSoftplusT", "ExpT", "LogT",
     "SigmoidT", "TanhT", "SoftsignT", "ClipT", "AffineT", "ChainT", "PositiveT", "NegativeT",
-    "Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg", "HuberReg", "HiData", "ReluT", "ScaledSigmoidT",
+    "Regularization", "L1Reg", "L2Reg", "ElasticNetReg", "GaussianReg", "HuberReg", "HiData",
+    "ChainedReg", "GroupLassoReg", "TotalVariationReg", "MaxNormReg", "OrthogonalReg",
+    "SpectralNormReg", "StudentTReg", "CauchyReg", "UniformReg", "HorseshoeReg", "SpikeAndSlabReg",
+    "DirichletReg", "ReluT", "ScaledSigmoidT",
     "PowerT", "MaskedT", "SimplexT", "UnitVectorT", "OrderedT", "clip_grad_norm", "Metric",
     "MetricState", "AverageMetric", "AccuracyMetric", "MultiMetric",
 ]
