@@ -57,8 +57,8 @@ from brainx.nn.layers.normalization import (
 )
 from brainx.nn.layers.pooling import (
     AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d,
-    AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d,
-    MaxPool2d, MaxPool3d,
+    AdaptiveMaxPool2d, AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d,
+    LPPool3d, MaxPool1d, MaxPool2d, MaxPool3d,
 )
 from brainx.nn.layers.unpooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from brainx.nn.layers.rnn_cells import GRUCell, LSTMCell, RNNCell, ValinaRNNCell
@@ -116,7 +116,7 @@ __all__ = [
     "ConvTranspose3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d",
-    "MaxUnpool3d", "BatchNorm0d", "BatchNorm1d",
+    "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d", "BatchNorm0d", "BatchNorm1d",
     "BatchNorm2d", "BatchNorm3d", "LayerNorm", "RMSNorm", "GroupNorm", "Dropout", "Dropout1d",
     "Dropout2d", "Dropout3d", "Flatten", "Unflatten", "Embedding", "RNNCell", "ValinaRNNCell",
     "GRUCell", "LSTMCell",

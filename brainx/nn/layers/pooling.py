@@ -9,6 +9,7 @@ layer                   ``stride`` default      padding
 ======================  ======================  ==========================================
 ``MaxPool*``            ``kernel_size``          ``-inf`` (never the maximum)
 ``AvgPool*``            ``1`` (brainstate's)     averages only the real (unpadded) entries
+``LPPool*``             ``kernel_size``          zeros; ``(sum |x|^p / kernel size)^(1/p)``
 ``Adaptive*Pool*``      -                        none: ``target_size`` windows per axis
 ======================  ======================  ==========================================
 
@@ -44,7 +45,7 @@ from brainx.nn.modules.module import Module
 __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
-    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d",
 ]
 
 Size = Union[int, Sequence[int]]
@@ -255,6 +256,60 @@ class AvgPool2d(_AvgPool):
 
 class AvgPool3d(_AvgPool):
     __doc__ = _POOL_DOC.format(kind="Average", n=3, stride="1")
+    pool_dim = 3
+
+
+class _LPPool(_Pool):
+    def __init__(self, norm_type: float, kernel_size: Size, stride: Optional[Size] = None,
+                 padding: Any = "VALID", channel_axis: Optional[int] = -1,
+                 name: Optional[str] = None, in_size: Optional[Sequence[int]] = None):
+        if not (np.isfinite(norm_type) and norm_type > 0):
+            raise ValueError(f"{type(self).__name__}: norm_type (p) must be a positive finite "
+                             f"number, got {norm_type!r}.")
+        self.norm_type = norm_type
+        super().__init__(kernel_size, stride, padding, channel_axis, name, in_size)
+
+    def update(self, x: Any) -> jax.Array:
+        window, strides, pads = self._window(jnp.ndim(x))
+        mean = self._reduce(jnp.abs(x) ** self.norm_type, window, strides, pads) / np.prod(window)
+        positive = mean > 0      # the root's derivative is infinite at 0: keep 0 out of it
+        return jnp.where(positive, jnp.where(positive, mean, 1.0) ** (1.0 / self.norm_type), 0.0)
+
+
+_LP_DOC = """Power-average pooling over the last {n} non-channel axes: ``(mean |x|^p)^(1/p)`` per window.
+
+    ``p = 1`` is the mean of ``|x|``, a large ``p`` approaches max pooling of
+    ``|x|``. The mean divides by the kernel size (padding counts as zeros),
+    as brainstate does; the gradient is 0 (not NaN) on an all-zero window.
+
+    Parameters
+    ----------
+    norm_type : float
+        The power ``p`` (positive).
+    kernel_size, stride, padding, channel_axis, in_size
+        As ``MaxPool{n}d`` (``stride`` defaults to ``kernel_size``).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from brainx import nn
+    >>> nn.LPPool1d(2, 2, channel_axis=None)(jnp.array([3.0, 4.0, 1.0, 1.0])).tolist()
+    [3.535533905029297, 1.0]
+    """
+
+
+class LPPool1d(_LPPool):
+    __doc__ = _LP_DOC.format(n=1)
+    pool_dim = 1
+
+
+class LPPool2d(_LPPool):
+    __doc__ = _LP_DOC.format(n=2)
+    pool_dim = 2
+
+
+class LPPool3d(_LPPool):
+    __doc__ = _LP_DOC.format(n=3)
     pool_dim = 3
 
 
