@@ -162,6 +162,7 @@ def install_as_brainstate(version: str = SERVED_VERSION) -> None:
         names = (public,) if isinstance(public, str) else public
         sys.modules["brainstate." + private] = _forwarding(
             "brainstate." + private, *(importlib.import_module(n) for n in names))
+    sys.modules["brainstate._state"].TRACE_CONTEXT = _TraceContext()
     sys.modules["brainstate._compatible_import"] = importlib.import_module("brainx.compat_jax")
     if not any(isinstance(finder, _PrivateToPublic) for finder in sys.meta_path):
         sys.meta_path.append(_PrivateToPublic())
@@ -235,6 +236,24 @@ class _ServedBrainstate(types.ModuleType):
         target = self.__dict__["_brainx"]
         return (f"<module 'brainstate' (brainx {target.__version__} serving brainstate "
                 f"{self.__version__})>")
+
+
+class _TraceContext:
+    """``brainstate._state.TRACE_CONTEXT``: its ``state_stack`` is this thread's active
+    :class:`~brainx.StateTraceStack` scopes, innermost last (``brainx.state.trace.active_traces``).
+
+    brainstate's tests and a few tools push a scope with ``state_stack.append(...)`` and pop
+    it, or read the depth; the list is brainx's own, so a scope pushed so records reads and
+    writes as one entered with ``with``.
+    """
+
+    @property
+    def state_stack(self) -> list:
+        from brainx.state.trace import active_traces
+        return active_traces()
+
+    def get_trace_stack_level(self) -> int:
+        return len(self.state_stack)
 
 
 def _forwarding(private_name: str, *publics: types.ModuleType) -> types.ModuleType:

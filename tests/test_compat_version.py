@@ -153,3 +153,34 @@ def test_avals():
     seen = []
     jax.jit(lambda t: seen.append(compat_jax.to_concrete_aval(t)) or t)(x)
     assert isinstance(seen[0], jax.core.Tracer)
+
+
+def test_trace_context_state_stack_is_brainx_s_stack_of_scopes():
+    out = _run("""
+        import jax.numpy as jnp
+        import brainx, brainx.compat
+        brainx.compat.install_as_brainstate()
+        from brainstate._state import TRACE_CONTEXT, StateTraceStack
+        s = brainx.State(jnp.ones(2))
+        depth = len(TRACE_CONTEXT.state_stack)
+        with StateTraceStack() as outer:
+            assert TRACE_CONTEXT.state_stack[-1] is outer
+            assert TRACE_CONTEXT.get_trace_stack_level() == depth + 1
+        pushed = StateTraceStack()
+        TRACE_CONTEXT.state_stack.append(pushed)      # as brainstate's tests push one
+        s.value = s.value + 1
+        TRACE_CONTEXT.state_stack.pop()
+        assert s in pushed.get_write_states() and len(TRACE_CONTEXT.state_stack) == depth
+        # a scope closed while an inner one is open: a TraceContextError (a RuntimeError)
+        a, b = StateTraceStack(), StateTraceStack()
+        a.__enter__(); b.__enter__()
+        try:
+            a.__exit__(None, None, None)
+        except RuntimeError as e:
+            assert isinstance(e, brainx.TraceContextError)
+        else:
+            raise AssertionError("an out-of-order exit passed")
+        assert len(TRACE_CONTEXT.state_stack) == depth
+        print("ok")
+    """)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]

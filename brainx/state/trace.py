@@ -28,7 +28,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from brainx.errors import BrainxError
+from brainx.errors import BrainxError, TraceContextError
 from brainx.state.lending import LENT, call_depth, check_lent, lend_in_scope
 
 __all__ = ["StateTraceStack", "TransformScope", "catch_new_states", "StateCatcher", "NewStateCatcher",
@@ -332,7 +332,7 @@ class StateTraceStack:
         for scope in reversed(closing):
             scope._close()
         if not in_order and exc_type is None:
-            raise BrainxError(
+            raise TraceContextError(
                 f"{self!r} was closed while an inner StateTraceStack was still open; scopes must "
                 "nest (a `with` block cannot end inside a generator that is still suspended). "
                 "The inner scopes were closed too; no state holds a value of theirs.")
