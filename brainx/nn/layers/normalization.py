@@ -27,7 +27,7 @@ statistics and updates ``running_mean`` / ``running_var`` (``BatchState``),
 ``running = momentum * running + (1 - momentum) * batch``, with the biased
 batch variance. With ``fit=False`` it normalises with the running statistics
 and changes nothing. ``track_running_stats=False``: always the batch
-statistics, no state.
+statistics, no state, and ``fit`` need not be set (brainstate 0.6).
 
 Examples
 --------
@@ -156,8 +156,10 @@ class _BatchNorm(Module):
                              f"or (batch, *{self.in_size}), got {shape}.")
         offset = int(batched)
         axes = tuple(i for i in range(len(shape)) if i - offset not in self.feature_axes)
-        fit = environ.get("fit", desc="whether the model is being fitted: True in a training "
-                                      "step, False when evaluating")
+        # without running statistics the batch's own are always used: no need to ask for fit
+        fit = self.track_running_stats and environ.get(
+            "fit", desc="whether the model is being fitted: True in a training step, False when "
+                        "evaluating")
         if fit or not self.track_running_stats:
             mean, var = _stats(x, axes, self.axis_name, self.axis_index_groups, mask=mask,
                                use_fast_variance=self.use_fast_variance)
