@@ -184,3 +184,16 @@ def test_trace_context_state_stack_is_brainx_s_stack_of_scopes():
         print("ok")
     """)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
+
+
+def test_copies_and_snapshots_get_a_tag_set_of_their_own():
+    import brainx
+    s = brainx.ParamState(jnp.ones(2), tag={"weights"})
+    for other in (s.copy(), s.replace(jnp.zeros(2))):
+        assert other.tag == {"weights"} and other.tag is not s.tag
+        other.tag.add("mine")
+        assert s.tag == {"weights"}
+    target = brainx.ParamState(jnp.zeros(2))
+    target.update_from_ref(s.to_state_ref())
+    assert target.tag == {"weights"} and target.tag is not s.tag
+    assert target.value.tolist() == [1.0, 1.0]

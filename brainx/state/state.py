@@ -359,7 +359,7 @@ class State(HookableState, ValueProtocol):
         self.value = state_ref.value
         self.name = metadata.pop("_name", self.name)
         for k, v in metadata.items():
-            setattr(self, k, v)
+            setattr(self, k, set(v) if k == "tag" and isinstance(v, set) else v)
 
     @classmethod
     def init(cls, fn: Any, in_size: Any, batch_size: Optional[int] = None,
@@ -444,6 +444,8 @@ def _copy_fields(source: State, target: State, value: bool = True) -> None:
     target.name = source.name
     target.__dict__.update({k: v for k, v in source.__dict__.items()
                             if not k.startswith("__brainx") and k not in ("_value", "name")})
+    if isinstance(target.__dict__.get("tag"), set):  # a tag set of its own, not the source's
+        target.__dict__["tag"] = set(target.__dict__["tag"])
     if value:
         target._value = source._value
 
