@@ -154,6 +154,12 @@ class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
         # ("brainx." too: `from brainstate.graph import _walk` asks for brainx.graph._walk)
         if name.startswith(("brainstate.", "brainx.")) and name.rsplit(".", 1)[1].startswith("_"):
+            # only below a package: `from brainstate.nn._delay import _get_delay` names a
+            # private function of a module, which then fails as a missing name, not a module
+            # (raised here, before install_as_brainstate's finder would serve it as a module)
+            parent = sys.modules.get(name.rsplit(".", 1)[0])
+            if parent is not None and "__path__" not in vars(parent):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             return importlib.util.spec_from_loader(name, self)
         return None
 
@@ -337,7 +343,7 @@ def changed_report(results: dict, changes: dict, reference: dict | None = None) 
         functions += len(keys)
         mine = [(c, n, o) for c, n, o, *_ in results[name]["cases"]
                 if case_key(c, n, module) in keys and o != "skipped"]
-        causes.update(f"{name.split('/')[-1]}: {why}" for c, n, o, *why in results[name]["cases"]
+        causes.update(f"{name.split('/')[-1]}: {why[0]}" for c, n, o, *why in results[name]["cases"]
                       if case_key(c, n, module) in keys and o in ("failed", "error") and why)
         if not mine and results[name]["missing"]:
             causes[f"{name.split('/')[-1]}: not collected, missing "
@@ -416,6 +422,10 @@ def main(argv=None) -> int:
     total = sum(c["passed"] + c["failed"] + c["error"] for c in results.values())
     seconds = sum(c["seconds"] for c in results.values())
     cpu = sum(c["cpu_seconds"] for c in results.values())
+    if args.nn:     # the core alone, comparable with runs without --nn
+        core = [c for n, c in results.items() if CORE.match(n)]
+        print(f"{'core (without nn)':60s} {sum(c['passed'] for c in core):4d} / "
+              f"{sum(c['passed'] + c['failed'] + c['error'] for c in core):4d}")
     print(f"{'all':60s} {passed:4d} / {total:4d} {seconds:6.0f} s {cpu:6.0f} s CPU")
     reference = None
     if args.compare:

@@ -229,7 +229,11 @@ def make_venv(stack: Stack, venv: str, wheels: dict, cache: str,
         if os.path.exists(python) and installed(python, wanted) == wanted:
             return python
     if not os.path.exists(python):
-        subprocess.run([base_python(stack), "-m", "venv", venv], check=True)
+        # beside brainx: brainx's own interpreter (its site-packages are shared through a .pth)
+        base = base_python(stack) if on_brainstate else subprocess.run(
+            [brainx_python(stack), "-c", "import sys; print(sys._base_executable)"],
+            capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run([base, "-m", "venv", venv], check=True)
         if not on_brainstate:
             # brainx (editable) and its dependencies come from brainx's own environment
             theirs = site_packages(brainx_python(stack))
