@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import brainx
+from brainx.compat_jax import scan_num_consts_carry
 from brainx.transform import (
     bounded_while_loop, checkpoint, cond, for_loop, grad, jit, scan, while_loop,
 )
@@ -62,8 +63,7 @@ def test_read_only_states_are_constants_not_carried():
     net = Net()
     jaxpr, states = brainx.transform.make_jaxpr(lambda xs: for_loop(net.step, xs))(inputs(4))
     (eqn,) = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "scan"]
-    assert eqn.params["num_carry"] == 2          # v and count
-    assert eqn.params["num_consts"] == 2         # w and b
+    assert scan_num_consts_carry(eqn.params) == (2, 2)  # w and b constant; v and count carried
     assert set(states) == {net.v, net.count, net.w, net.b}
 
 

@@ -8,6 +8,7 @@ import pytest
 import brainx
 from brainx import transform as bt
 from brainx.errors import BatchAxisError, StateTypeError
+from brainx.compat_jax import scan_num_consts_carry
 
 
 def _bits(x):
@@ -332,7 +333,7 @@ def test_map_sequential_threads_written_states():
     # read-only w is a loop constant: only the written state is carried
     jaxpr, _ = bt.make_jaxpr(lambda: bt.map(f, xs))()
     scans = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "scan"]
-    assert len(scans) == 1 and scans[0].params["num_carry"] == 1
+    assert len(scans) == 1 and scan_num_consts_carry(scans[0].params)[1] == 1
 
 
 @pytest.mark.parametrize("batch_size", [2, 3, 6, 7])

@@ -97,7 +97,9 @@ def test_for_loop_stacks_state_per_step_with_paths():
     assert not ck_report.of("intermediate")
     assert sorted(r.origin for r in ck_report) == ["lif.V (HiddenState)", "lif.W (ParamState)",
                                                      "xs"]
-    assert ck_report.total_bytes < report.total_bytes
+    # (JAX 0.12's scan saves tanh's output once, as the carry V, so there the plain step keeps
+    # no intermediate either; up to 0.10 it keeps it twice)
+    assert ck_report.total_bytes <= report.total_bytes
 
 
 def test_print_has_table_and_temp_bytes(capsys):

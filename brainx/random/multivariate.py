@@ -8,6 +8,7 @@ length ``k`` of their parameter vector, ``orthogonal(n)`` adds ``(n, n)``.
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 from typing import Any
 
@@ -43,7 +44,20 @@ def _multinomial(key: Any, n: Any, pvals: Any, batch: tuple, dtype: Any) -> Any:
     # on every call.
     last = jnp.clip(1 - jnp.sum(pvals[..., :-1], axis=-1, keepdims=True), 0, 1)
     pvals = jnp.concatenate([pvals[..., :-1], last], axis=-1)
-    return jr.multinomial(key, n, pvals, shape=batch + pvals.shape[-1:]).astype(dtype)
+    shape = batch if _shape_excludes_outcomes() else batch + pvals.shape[-1:]
+    return jr.multinomial(key, n, pvals, shape=shape).astype(dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def _shape_excludes_outcomes() -> bool:
+    """Whether ``jax.random.multinomial``'s ``shape`` is the batch shape only.
+
+    JAX 0.12 made it the prefix before the outcome axis; up to 0.10 it is the whole
+    result shape. Asked of JAX once, by the shape of an abstract draw.
+    """
+    draw = jax.eval_shape(lambda k: jr.multinomial(k, 1, jnp.full(2, 0.5), shape=(3, 2)),
+                          jax.random.key(0))
+    return draw.shape == (3, 2, 2)
 
 
 class MultivariateSamplers(SamplerMixin):
@@ -70,7 +84,7 @@ class MultivariateSamplers(SamplerMixin):
         n, pvals = unitless("multinomial", "n", n), unitless("multinomial", "pvals", pvals)
         pvals = jnp.asarray(pvals, float_dtype(None))
         if check_valid:
-            check((pvals < 0) | (jnp.sum(pvals[..., :-1], axis=-1) > 1 + 1e-6),
+            check(jnp.any(pvals < 0, axis=-1) | (jnp.sum(pvals[..., :-1], axis=-1) > 1 + 1e-6),
                   f"multinomial: pvals must be non-negative with sum(pvals[..., :-1]) <= 1, "
                   f"got {pvals}.")
         batch = (tuple(np.broadcast_shapes(np.shape(n), pvals.shape[:-1])) if size is None

@@ -240,6 +240,8 @@ def _inline(trace: Any, source: Any, jaxpr: Any, consts: Sequence[Any],
     of the compiled program names is the user's, not this call's."""
     if not (hasattr(trace, "emit_eqn") and hasattr(_pe, "try_constant_folding")):  # older JAX
         return _pe.inline_jaxpr_into_trace(trace, source, jaxpr, consts, *args)
+    if getattr(jaxpr, "is_high", False):  # JAX 0.12's high-level primitives: lower them later
+        trace.frame.is_high = True
     env = dict(zip(jaxpr.constvars, [trace.new_const(c, source) for c in consts]))
     env.update(zip(jaxpr.invars, args))
 

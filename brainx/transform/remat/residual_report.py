@@ -35,6 +35,7 @@ import jax
 import numpy as np
 import jax.extend.core as jex_core
 
+from brainx.compat_jax import scan_num_consts_carry
 from brainx.transform.remat.state_names import PREFIX, label_of_tag
 from brainx.transform.remat.value_names import AUTO
 
@@ -199,7 +200,7 @@ class _Tracer:
         k = eqn.outvars.index(v)
         inner = _Tracer(body, lambda i: self.origin(eqn.invars[i]))
         kind, origin, src, loops = inner.origin(body.outvars[k])
-        if prim == "scan" and k >= eqn.params["num_carry"]:  # stacked: one row per step
+        if prim == "scan" and k >= scan_num_consts_carry(eqn.params)[1]:  # stacked: a row a step
             loops = (int(eqn.params["length"]),) + loops
         return kind, origin, src, loops
 
