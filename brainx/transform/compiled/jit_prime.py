@@ -38,6 +38,7 @@ try:
     from jax._src import core as _core
     from jax._src import pjit as _pjit
     from jax._src import tree_util as _tree_util
+    from jax.extend.core import ClosedJaxpr as _ClosedJaxpr
     from jax._src.lib import jax_jit as _jax_jit
     from jax._src.sharding_impls import UnspecifiedValue as _Unspecified
     from jax._src.util import fun_name as _fun_name
@@ -119,7 +120,7 @@ def _prime(jitted: Any, trace: Any, values: Sequence[Any], dyn_args: tuple) -> b
         donated = _api_util.donation_vector(info.donate_argnums, info.donate_argnames, args_tree)
     n_out = len(jaxpr.outvars)
     params = dict(
-        jaxpr=_core.ClosedJaxpr(jaxpr, list(trace.consts)),
+        jaxpr=_ClosedJaxpr(jaxpr, list(trace.consts)),  # (a Jaxpr with its consts in 0.12)
         in_shardings=(_pjit.UNSPECIFIED,) * len(avals),
         out_shardings=(_pjit.UNSPECIFIED,) * n_out,
         in_layouts=(None,) * len(avals),
