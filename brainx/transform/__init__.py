@@ -25,6 +25,7 @@ from brainx.transform.remat.checkpointed_loops import (
 from brainx.transform.control.conditions import cond, ifelse, switch
 from brainx.transform.core.inspect import eval_shape, make_jaxpr
 from brainx.transform.core.jaxpr_from_eqns import eqns_to_closed_jaxpr, eqns_to_jaxpr
+from brainx.transform.core.jaxpr_inline import inline_jit
 from brainx.transform.core.jaxpr_code import (
     UnsupportedPrimitiveError, fn_to_python_code, jaxpr_to_python_code, register_prim_handler,
 )
@@ -54,7 +55,8 @@ from brainx.transform.core.stateful import (
 __all__ = [
     "StatefulFunction", "StateSignature", "RetraceNeeded", "read_state_values",
     "write_state_values", "make_jaxpr", "jaxpr_to_python_code", "fn_to_python_code", "register_prim_handler",
-    "UnsupportedPrimitiveError", "eqns_to_jaxpr", "eqns_to_closed_jaxpr", "eval_shape", "jit", "JittedFunction", "checkpoint",
+    "UnsupportedPrimitiveError", "eqns_to_jaxpr", "eqns_to_closed_jaxpr",
+    "inline_jit", "eval_shape", "jit", "JittedFunction", "checkpoint",
     "remat", "CheckpointedFunction", "grad", "vector_grad", "jacrev", "jacobian", "jacfwd",
     "hessian", "GradientTransform", "print_saved_residuals", "saved_residuals",
     "Residual", "ResidualReport", "gradient_temp_bytes", "memory_report", "MemoryReport",
