@@ -32,10 +32,12 @@ Examples
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from brainx.nn.init import XavierNormal, param
 from brainx.nn.modules.module import Module
@@ -48,10 +50,20 @@ _SPATIAL = {1: "W", 2: "HW", 3: "DHW"}
 
 
 def replicate(value: Union[int, Sequence[int]], n: int, name: str) -> Tuple[int, ...]:
-    """``3 -> (3, 3)``; a sequence of length 1 or ``n`` is kept (repeated)."""
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(value)
+    """``3 -> (3, 3)``; a sequence of length 1 or ``n`` is kept (repeated).
+
+    A value that is not an int or a sequence of ints is a ``TypeError``, a
+    sequence of another length a ``ValueError`` (as brainstate).
+    """
+    if np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_)):
+        try:
+            return (operator.index(value),) * n
+        except TypeError:
+            raise TypeError(f"{name} must be an int or a sequence of ints, got {value!r}.") from None
+    try:
+        value = tuple(operator.index(v) for v in value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int or a sequence of ints, got {value!r}.") from None
     if len(value) == 1:
         return value * n
     if len(value) != n:
@@ -68,6 +80,9 @@ def parse_padding(padding: Padding, n: int, what: str):
         return padding.upper()
     if isinstance(padding, int):
         return ((padding, padding),) * n
+    if not isinstance(padding, (tuple, list)):
+        raise TypeError(f"{what}: padding must be 'SAME', 'VALID', an int or (low, high) pairs, "
+                        f"got {padding!r}.")
     padding = tuple(padding)
     if padding and all(isinstance(p, int) for p in padding):
         if n == 1 and len(padding) == 2:
