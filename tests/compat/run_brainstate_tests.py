@@ -184,6 +184,31 @@ if os.path.exists(_testing):
     _spec.loader.exec_module(_module)
 '''
 
+FRESH_INTERPRETER = '''
+# Written by brainx's tests/compat/run_brainstate_tests.py: `import brainstate` in a fresh
+# interpreter calls brainx.compat.install_as_brainstate() first.
+import importlib.abc, importlib.util, sys
+
+
+class _BrainxAsBrainstate(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "brainstate":
+            return None
+        sys.meta_path.remove(self)
+        import brainx.compat
+        brainx.compat.install_as_brainstate()
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        return sys.modules[spec.name]
+
+    def exec_module(self, module):
+        pass
+
+
+sys.meta_path.append(_BrainxAsBrainstate())
+'''
+
 PRIVATE = re.compile(r"No module named '(brainstate[.\w]*\._\w+)'|"
                      r"cannot import name '(\w+)' from '(brain(?:state|x)[.\w]*)'")
 
@@ -242,6 +267,11 @@ def export(repo: str, folder: str, only: str | None, nn: bool = False,
         open(os.path.join(dirpath, "__init__.py"), "a").close()
     with open(os.path.join(folder, "conftest.py"), "w") as f:
         f.write("# the real brainstate\n" if on_brainstate else CONFTEST)
+    # a fresh interpreter a test starts (environ's import-precision tests) imports brainstate
+    # too: a sitecustomize on the runner's PYTHONPATH serves it with brainx there as well
+    os.makedirs(os.path.join(folder, "fresh"), exist_ok=True)
+    with open(os.path.join(folder, "fresh", "sitecustomize.py"), "w") as f:
+        f.write("" if on_brainstate else FRESH_INTERPRETER)
     return sorted(names)
 
 
@@ -294,7 +324,7 @@ def run_file(folder: str, name: str, timeout: int, verbose: bool, lenient: bool 
     env = dict(os.environ, JAX_PLATFORMS="cpu", BRAINX_COMPAT_LENIENT="1" if lenient else "0")
     env.pop("PYTHONPATH", None)
     if python is None:
-        env["PYTHONPATH"] = brainx
+        env["PYTHONPATH"] = os.pathsep.join((brainx, os.path.join(folder, "fresh")))
     xml = os.path.join(folder, "junit.xml")
     start, cpu = time.perf_counter(), children_cpu()
     try:
