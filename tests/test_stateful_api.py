@@ -333,3 +333,29 @@ def test_returning_a_module_or_a_string_from_a_transform_is_a_clear_error():
         transform.jit(lambda: "abc")()
     out = transform.jit(lambda: (1, 2.0, None))()
     assert out[2] is None and float(out[1]) == 2.0
+
+
+
+
+def test_a_trace_made_outside_is_reused_in_a_custom_vjp_rule_under_jit_and_grad():
+    # A custom_vjp forward rule under grad in a jit runs under an empty abstract mesh, plain code
+    # under none: the same setting, so a trace made outside is used there (braintrace asks for a
+    # StatefulFunction's output tree in such a rule; the mesh made it RetraceNeeded)
+    w, h, step = make()
+    sf = transform.StatefulFunction(step)
+    sf.make_jaxpr(jnp.ones(2))
+    key = sf.get_arg_cache_key(jnp.ones(2))
+    seen = []
+
+    @jax.custom_vjp
+    def f(x):
+        return x * 2.0
+
+    def fwd(x):
+        seen.append(sf.get_out_treedef_by_cache(key))
+        return x * 2.0, None
+
+    f.defvjp(fwd, lambda _, g: (g * 2.0,))
+    grad = transform.jit(lambda x: transform.grad(lambda x: f(x).sum())(x))
+    np.testing.assert_allclose(grad(jnp.ones(3)), jnp.full(3, 2.0))
+    assert seen == [sf.get_out_treedef(jnp.ones(2))]

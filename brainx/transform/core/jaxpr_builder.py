@@ -44,6 +44,7 @@ from jax._src import api_util as _api_util
 from jax._src import config as _config
 from jax._src import core as _core
 from jax._src import linear_util as _lu
+from jax._src import mesh as _mesh_lib
 from jax._src import source_info_util as _source_info_util
 from jax._src.array import ArrayImpl as _ArrayImpl
 from jax._src.interpreters import partial_eval as _pe
@@ -78,10 +79,17 @@ def jax_context() -> tuple:
     made under other values is not reused (as ``jax.jit`` does not). The
     axis environment, an object compared by identity, is left out: the
     transforms that bind axes key their traces themselves, and so is brainx's
-    own ``brainx_trace_id`` (a nonce for JAX's caches, not a setting).
+    own ``brainx_trace_id`` (a nonce for JAX's caches, not a setting). An
+    empty abstract mesh reads as no mesh: a ``custom_vjp`` rule runs under an
+    empty one, and what is traced there is the same.
     """
-    return tuple(x for i, x in enumerate(_config.trace_context())
+    return tuple(None if _is_empty_mesh(x) else x
+                 for i, x in enumerate(_config.trace_context())
                  if i != _TRACE_ID_POSITION and not isinstance(x, _core.AxisEnv))
+
+
+def _is_empty_mesh(x: Any) -> bool:
+    return isinstance(x, _mesh_lib.AbstractMesh) and x.empty
 
 
 def _trace_id_state():
