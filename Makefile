@@ -9,7 +9,7 @@ VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-core test-check-caches test-long fuzz docs docs-check install bench compat clean
+.PHONY: demo test test-core test-check-caches test-long fuzz docs docs-check install bench compat compat-0.6 clean
 
 $(PY):
 	@test -n "$(PYTHON_EXE)" || { echo "no interpreter $(PYTHON) here" >&2; exit 1; }
@@ -103,6 +103,16 @@ compat: $(STAMP)
 	$(PY) tests/compat/run_tutorials.py --repo $(BRAINSTATE_REPO)
 	$(PY) tests/compat/run_clients.py
 	$(PY) tests/compat/run_tutorials.py --repo $(BRAINSTATE_REPO) --stack $(CLIENTS_VENV)
+	$(MAKE) --no-print-directory compat-0.6
+
+# brainstate 0.6.0's stack on Python 3.12: its own tests from its wheel (the new and changed ones
+# counted against 0.5.4's), then its clients' suites (brainpy 2.9's brainpy.state, braintools
+# 0.4.0, braintrace 0.2.8, braincell 0.2.0, brainspikes 0.2.0; downloads them; hours)
+compat-0.6:
+	$(MAKE) --no-print-directory install PYTHON=python3.12
+	.venv-python3.12/bin/python tests/compat/run_brainstate_tests.py --repo brainstate==0.6.0 \
+		--changed-since brainstate==0.5.4 --nn
+	$(PY) tests/compat/run_clients.py --stack 0.6 --jobs 1
 
 clean:
 	rm -rf $(VENV) build *.egg-info docs/_build docs/gallery docs/api/generated

@@ -76,8 +76,7 @@ import brainx, brainx.compat
 
 # The switch a brainstate stack uses (brainstate's rules for raw-trace writes included); what
 # follows adds the test files' own mapping (--lenient stand-ins for private names).
-brainx.compat.install_as_brainstate()
-sys.modules["brainstate"] = brainx
+brainx.compat.install_as_brainstate()  # (brainstate: a module reporting 0.6.0, over brainx)
 for name in ("transform", "random", "environ", "graph", "util", "nn", "typing", "mixin",
              "augment", "compile", "functional", "init", "optim", "surrogate"):
     try:
@@ -125,7 +124,9 @@ def _forwarding(private_name, public):
 
 # Three private modules many tests import for public things: where brainx keeps them.
 import brainx.errors, brainx.state
-sys.modules["brainstate._state"] = _forwarding("brainstate._state", brainx.state)
+# (over the modules install_as_brainstate serves: brainstate._state has TRACE_CONTEXT)
+sys.modules["brainstate._state"] = _forwarding("brainstate._state",
+                                               sys.modules["brainstate._state"])
 sys.modules["brainstate._error"] = brainx.errors
 # brainstate's private hook modules: the brainx modules that hold the same public names.
 import brainx.state.hooks, brainx.state.hook_manager, brainx.state.global_hooks
@@ -133,15 +134,6 @@ sys.modules["brainstate._state_hook_core"] = brainx.state.hooks
 sys.modules["brainstate._state_hook_context"] = brainx.state.hooks
 sys.modules["brainstate._state_hook_manager"] = brainx.state.hook_manager
 sys.modules["brainstate._state_global_hooks"] = brainx.state.global_hooks
-
-
-def _jax_internal(name):
-    import jax.core, jax.extend.core
-    from jax._src import core
-    for where in (jax.core, jax.extend.core, core):
-        if hasattr(where, name):
-            return getattr(where, name)
-    raise AttributeError(name)
 
 
 class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -168,9 +160,9 @@ class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__getattr__ = _forwarding(module.__name__, public).__getattr__
 
 
-compatible = types.ModuleType("brainstate._compatible_import")
-compatible.__getattr__ = _jax_internal
-sys.modules["brainstate._compatible_import"] = compatible
+# brainstate's JAX shim as install_as_brainstate serves it (brainx.compat_jax), --lenient on top
+sys.modules["brainstate._compatible_import"] = _forwarding(
+    "brainstate._compatible_import", sys.modules["brainstate._compatible_import"])
 sys.meta_path.insert(0, _PrivateToPublic())  # before install_as_brainstate's (--lenient)
 
 # brainstate's own test helpers (``_testing.py``, read from the checkout with the tests),
