@@ -138,7 +138,7 @@ def test_one_in_sharding_is_broadcast_over_every_argument_like_jax_jit():
 def test_spec_that_does_not_fit_names_the_state():
     mesh = mesh1()
     bad = brainx.HiddenState(jnp.zeros((6, 3)), name="v")
-    with pytest.raises(ValueError, match=r"HiddenState\(name='v'.*size 6.*8 equal parts"):
+    with pytest.raises(ValueError, match=r"HiddenState\(f32\[6,3\], name='v'\).*size 6.*8 equal parts"):
         brainx.distributed.shard_states({"v": bad}, {brainx.HiddenState: P("data")}, mesh)
     with pytest.raises(ValueError, match=r"name='v'.*mesh axis 'model'"):
         brainx.distributed.shard_states([bad], {bad: P(None, "model")}, mesh)

@@ -165,7 +165,7 @@ def _fused_rows(layers, parts, bounds, n_pre) -> np.ndarray:
 
 
 def _check_groupable(k: int, layer) -> None:
-    who = f"EventFixedProbGroup: layer {k} ({layer!r})"
+    who = f"EventFixedProbGroup: layer {k} ({type(layer).__name__})"  # (a repr spans lines)
     if not isinstance(layer, EventFixedNumConn):
         raise TypeError(f"{who} is not an EventFixedProb; only event projections can be grouped.")
     if layer.conn is None:
