@@ -285,8 +285,6 @@ class ClipT(Transform):
     Examples
     --------
     >>> import jax.numpy as jnp
-
-from brainx.pretty_repr.layout import PrettyAttr, PrettyType, pretty_str, render
     >>> from brainx.nn import ClipT
     >>> ClipT(0.0, 1.0).forward(jnp.array([-2.0, 0.5, 3.0])).tolist()
     [0.0, 0.5, 1.0]
