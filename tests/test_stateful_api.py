@@ -358,4 +358,5 @@ def test_a_trace_made_outside_is_reused_in_a_custom_vjp_rule_under_jit_and_grad(
     f.defvjp(fwd, lambda _, g: (g * 2.0,))
     grad = transform.jit(lambda x: transform.grad(lambda x: f(x).sum())(x))
     np.testing.assert_allclose(grad(jnp.ones(3)), jnp.full(3, 2.0))
-    assert seen == [sf.get_out_treedef(jnp.ones(2))]
+    # (once; twice under BRAINX_CHECK_CACHES, whose fresh trace runs the rule again)
+    assert seen and all(tree == sf.get_out_treedef(jnp.ones(2)) for tree in seen)
