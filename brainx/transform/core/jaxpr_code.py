@@ -37,6 +37,7 @@ import jax
 from jax.extend import core as _core
 
 from brainx.errors import BrainxError
+from brainx.transform.core.jaxpr_code_rules import RULES, generic_rule, value_code
 
 __all__ = ["jaxpr_to_python_code", "fn_to_python_code", "register_prim_handler",
            "UnsupportedPrimitiveError", "CodeWriter"]
@@ -59,7 +60,8 @@ def register_prim_handler(prim_name: str, handler: Callable) -> None:
     ``writer.function(jaxpr, ...)`` writes a nested ``def`` first and returns its
     name. A handler of a primitive with several results may return
     ``(expression, sizes)``, the value being nested in groups of those sizes, or
-    ``(expression, None)`` when its value is the one result itself. A handler given for a name that has one replaces it, with a warning.
+    ``(expression, None)`` when its value is the one result itself. A handler
+    given for a name that has one replaces it, with a warning.
 
     Examples
     --------
@@ -73,7 +75,7 @@ def register_prim_handler(prim_name: str, handler: Callable) -> None:
         b = jax.lax.cumlogsumexp(a, axis=0)
         return b
     """
-    if prim_name in _HANDLERS:
+    if prim_name in _HANDLERS or prim_name in RULES:
         warnings.warn(f"register_prim_handler: replacing the handler of {prim_name!r}",
                       stacklevel=2)
     _HANDLERS[prim_name] = handler
@@ -104,7 +106,6 @@ class CodeWriter:
     def atom(self, atom: Any) -> str:
         """A variable's name, or a literal's value as source."""
         if isinstance(atom, _core.Literal):
-            from brainx.transform.core.jaxpr_code_rules import value_code
             return value_code(atom.val, weak=getattr(atom.aval, "weak_type", False))
         return self.name(atom)
 
@@ -145,7 +146,6 @@ class CodeWriter:
         return fn
 
     def _body(self, jaxpr: Any, consts: Sequence[Any] = ()) -> None:
-        from brainx.transform.core.jaxpr_code_rules import value_code
         for var, value in zip(jaxpr.constvars, consts):
             self.emit(f"{self.name(var)} = {value_code(value)}")
         for eqn in jaxpr.eqns:
@@ -153,10 +153,8 @@ class CodeWriter:
 
     def equation(self, eqn: Any) -> None:
         """Write the statement of one equation."""
-        from brainx.transform.core import jaxpr_code_rules  # noqa: F401  (registers the rules)
-        handler = _HANDLERS.get(eqn.primitive.name)
-        if handler is None:
-            handler = jaxpr_code_rules.generic_rule(eqn)
+        name = eqn.primitive.name
+        handler = _HANDLERS.get(name) or RULES.get(name) or generic_rule(eqn)
         if handler is None:
             raise UnsupportedPrimitiveError(
                 f"fn_to_python_code: no code for the primitive {eqn.primitive.name!r} (params "

@@ -20,14 +20,18 @@ from __future__ import annotations
 import enum
 import inspect
 import math
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 import jax
 import numpy as np
 
-from brainx.transform.core.jaxpr_code import CodeWriter, _HANDLERS
+if TYPE_CHECKING:  # (jaxpr_code imports this module: the writer reads the rules, not back)
+    from brainx.transform.core.jaxpr_code import CodeWriter
 
-__all__ = ["value_code", "generic_rule"]
+__all__ = ["RULES", "value_code", "generic_rule"]
+
+#: brainx's own rules, by primitive name; a handler given to register_prim_handler comes first
+RULES: Dict[str, Callable] = {}
 
 #: parameters that place or lay out values, not what they compute: left out
 _PLACEMENT = frozenset({"sharding", "out_sharding", "out_shardings", "in_shardings",
@@ -151,11 +155,11 @@ def _binary(op: str) -> Callable:
 
 for _name, _op in {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">",
                    "ge": ">=", "eq": "==", "ne": "!="}.items():
-    _HANDLERS.setdefault(_name, _binary(_op))
-_HANDLERS.setdefault("add_any", _binary("+"))
-_HANDLERS.setdefault("neg", lambda w, eqn, ops: f"-{ops[0]}")
-_HANDLERS.setdefault("copy", lambda w, eqn, ops: _call("jax.numpy.array", ops, "copy=True"))
-_HANDLERS.setdefault("copy_p", _HANDLERS["copy"])
+    RULES.setdefault(_name, _binary(_op))
+RULES.setdefault("add_any", _binary("+"))
+RULES.setdefault("neg", lambda w, eqn, ops: f"-{ops[0]}")
+RULES.setdefault("copy", lambda w, eqn, ops: _call("jax.numpy.array", ops, "copy=True"))
+RULES.setdefault("copy_p", RULES["copy"])
 
 _REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
                "reduce_prod": "prod", "reduce_and": "all", "reduce_or": "any"}
@@ -170,7 +174,7 @@ def _reduction(fn: str) -> Callable:
 
 
 for _name, _fn in _REDUCTIONS.items():
-    _HANDLERS.setdefault(_name, _reduction(_fn))
+    RULES.setdefault(_name, _reduction(_fn))
 
 
 def _convert(w: CodeWriter, eqn: Any, ops: list) -> str:
@@ -255,8 +259,8 @@ def _scatter(fn: str) -> Callable:
 
 
 for _kind in ("", "_add", "_mul", "_min", "_max", "_sub"):
-    _HANDLERS.setdefault("scatter" + _kind, _scatter("scatter" + _kind))
-    _HANDLERS.setdefault("scatter" + _kind.replace("_", "-"), _scatter("scatter" + _kind))
+    RULES.setdefault("scatter" + _kind, _scatter("scatter" + _kind))
+    RULES.setdefault("scatter" + _kind.replace("_", "-"), _scatter("scatter" + _kind))
 
 for _name, _rule in {"convert_element_type": _convert, "broadcast_in_dim": _broadcast_in_dim,
                      "reshape": _reshape, "argmax": _arg_reduction("argmax"),
@@ -264,7 +268,7 @@ for _name, _rule in {"convert_element_type": _convert, "broadcast_in_dim": _broa
                      "concatenate": _concatenate, "dynamic_slice": _dynamic_slice,
                      "dynamic_update_slice": _dynamic_update_slice, "iota": _iota,
                      "sort": _sort, "split": _split, "squeeze": _squeeze}.items():
-    _HANDLERS.setdefault(_name, _rule)
+    RULES.setdefault(_name, _rule)
 
 
 def _debug_print(w: CodeWriter, eqn: Any, ops: list) -> str:
@@ -276,7 +280,7 @@ def _debug_print(w: CodeWriter, eqn: Any, ops: list) -> str:
     return f"jax.debug.print({', '.join(items)}, ordered={p.get('ordered', False)})"
 
 
-_HANDLERS.setdefault("debug_print", _debug_print)
+RULES.setdefault("debug_print", _debug_print)
 
 
 # -- primitives holding jaxprs ---------------------------------------------------------
@@ -363,4 +367,4 @@ for _name, _rule in {
         "remat": _nested_call("remat", ("jaxpr",), "jax.checkpoint"),
         "checkpoint": _nested_call("remat", ("jaxpr",), "jax.checkpoint"),
         "remat2": _nested_call("remat", ("jaxpr",), "jax.checkpoint")}.items():
-    _HANDLERS.setdefault(_name, _rule)
+    RULES.setdefault(_name, _rule)
