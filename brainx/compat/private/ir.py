@@ -1,0 +1,7 @@
+"""brainstate's private helpers of ``brainstate.transform`` (see :mod:`brainx.compat.private`)."""
+
+from __future__ import annotations
+
+from brainx.compat.private import public_fallback
+
+__getattr__ = public_fallback(__name__, "brainx.transform")
