@@ -360,3 +360,27 @@ def test_a_trace_made_outside_is_reused_in_a_custom_vjp_rule_under_jit_and_grad(
     np.testing.assert_allclose(grad(jnp.ones(3)), jnp.full(3, 2.0))
     # (once; twice under BRAINX_CHECK_CACHES, whose fresh trace runs the rule again)
     assert seen and all(tree == sf.get_out_treedef(jnp.ones(2)) for tree in seen)
+
+
+def test_cache_key_is_a_named_tuple_of_static_values_and_dynamic_types():
+    from brainx.transform.core.stateful_api import CacheKey
+    sf = brainx.transform.StatefulFunction(lambda x, n, scale=1.0: x * n * scale,
+                                           static_argnums=1)
+    key = sf.get_arg_cache_key(jnp.ones(3), 2, scale=jnp.float32(2.0))
+    assert isinstance(key, CacheKey) and key.static_args == ((1, int, 2),)
+    assert key == sf.get_arg_cache_key(jnp.zeros(3), 2, scale=jnp.float32(5.0))
+    assert key != sf.get_arg_cache_key(jnp.zeros(3), 3, scale=jnp.float32(5.0))
+    assert key != sf.get_arg_cache_key(jnp.zeros(4), 2, scale=jnp.float32(5.0))
+    assert key != sf.get_arg_cache_key(jnp.zeros(3), 2.0, scale=jnp.float32(5.0))  # 2 vs 2.0
+    with pytest.raises(AttributeError):
+        key.static_args = ()
+
+
+def test_an_unknown_cache_key_names_itself_and_the_known_ones():
+    from brainx.transform.core.stateful_api import CacheKey
+    sf = brainx.transform.StatefulFunction(lambda x: x * 2)
+    with pytest.raises(ValueError, match=r"(?s)Requested key: CacheKey.*Available keys \(0.*none"):
+        sf.get_jaxpr_by_cache(CacheKey((), (), (), ()))
+    sf.make_jaxpr(jnp.ones(2))
+    with pytest.raises(ValueError, match=r"(?s)make_jaxpr\(\).*Available keys \(1.*float32\[2\]"):
+        sf.get_out_shapes_by_cache(CacheKey((), (), (), ()))

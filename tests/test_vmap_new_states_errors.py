@@ -45,3 +45,46 @@ def test_plain_vmap_keeps_its_advice():
     with pytest.raises(brainx.BatchAxisError, match="Declare it in out_states") as info:
         brainx.transform.vmap(f)(jnp.arange(3.0))
     assert "pre-existing" not in str(info.value)
+
+
+def test_the_states_it_returns_live_at_the_callers_level():
+    """States built inside belong to the caller afterwards: stack_level is the caller's depth,
+    batched or shared (excluded) alike, and one level down when the call is itself traced."""
+    made = {}
+
+    @vmap_new_states(in_axes=0, axis_size=4,
+                     state_to_exclude=brainx.util.filter.OfType(brainx.state.NonBatchState))
+    def build(x):
+        made["shared"] = brainx.state.NonBatchState(jnp.ones(2))
+        made["batched"] = brainx.ShortTermState(x)
+        return x
+
+    build(jnp.arange(4.0))
+    assert made["shared"].stack_level == 0 and made["batched"].stack_level == 0
+    assert jnp.allclose(made["shared"].value, 1.0) and made["batched"].value.shape == (4,)
+
+    levels = []
+
+    @brainx.transform.jit
+    def outer(x):
+        build(x)
+        levels.append((made["batched"].stack_level, brainx.State(x).stack_level))
+        return x
+
+    outer(jnp.arange(4.0))
+    assert levels == [(1, 1)]
+
+
+def test_a_shared_state_given_per_lane_values_is_refused_not_poisoned():
+    """A deliberate difference from brainstate 0.6.0, which returns and leaves such a state
+    unreadable: brainx refuses the call, as both do for a NonBatchState given a per-lane value."""
+    made = {}
+
+    @vmap_new_states(in_axes=0, axis_size=4,
+                     state_to_exclude=brainx.util.filter.OfType(brainx.state.NonBatchState))
+    def build(x):
+        made["shared"] = brainx.state.NonBatchState(x * 0.0)
+        return brainx.ShortTermState(x).value
+
+    with pytest.raises(brainx.BatchAxisError, match="shared by all lanes"):
+        build(jnp.arange(4.0))

@@ -15,7 +15,7 @@ values of the written states (with ``return_only_write``) or of every state.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Dict, Hashable, Sequence, Tuple
+from typing import Any, Dict, Hashable, NamedTuple, Sequence, Tuple
 
 import jax
 
@@ -28,9 +28,31 @@ from brainx.transform.core.jaxpr_builder import abstractify
 from brainx.transform.core.state_io import peek_state_values, read_state_values, write_state_values
 from brainx.transform.core.state_values import _is_array_like
 
-__all__ = ["StatefulFunctionAPI"]
+__all__ = ["StatefulFunctionAPI", "CacheKey"]
 
 _MAX_CACHED = 128
+
+
+class CacheKey(NamedTuple):
+    """The key of one trace: what :meth:`StatefulFunctionAPI.get_arg_cache_key` returns.
+
+    Static arguments by value (with their type: ``1`` and ``1.0`` differ), dynamic ones
+    by tree structure and abstract value. An immutable, hashable named tuple, as
+    brainstate's (its field names).
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> sf = brainx.transform.StatefulFunction(lambda x, n: x * n, static_argnums=1)
+    >>> key = sf.get_arg_cache_key(jnp.ones(3), 2)
+    >>> key.static_args, key == sf.get_arg_cache_key(jnp.zeros(3), 2)
+    (((1, <class 'int'>, 2),), True)
+    """
+
+    static_args: tuple
+    dyn_args: tuple
+    static_kwargs: tuple
+    dyn_kwargs: tuple
 
 
 class StatefulFunctionAPI:
@@ -49,10 +71,16 @@ class StatefulFunctionAPI:
             self.__dict__["_epochs"] = {}      # cache key -> the structure epoch it was traced in
         return cache
 
-    def _key_of(self, key, dyn_args: tuple, dyn_kwargs: dict) -> Hashable:
-        leaves, treedef = jax.tree.flatten((dyn_args, dyn_kwargs))
-        types = tuple(abstractify(x) if self._traceable(x) else ("static", x) for x in leaves)
-        return (key, treedef, types)
+    def _key_of(self, key, dyn_args: tuple, dyn_kwargs: dict) -> CacheKey:
+        static_args, static_kwargs = key if key else ((), ())
+        return CacheKey(static_args, self._types_of(dyn_args), static_kwargs,
+                        self._types_of(dyn_kwargs))
+
+    def _types_of(self, tree: Any) -> tuple:
+        """``(treedef, abstract leaves)``: a non-array leaf is kept by value."""
+        leaves, treedef = jax.tree.flatten(tree)
+        return treedef, tuple(abstractify(x) if self._traceable(x) else ("static", x)
+                              for x in leaves)
 
     def get_arg_cache_key(self, *args, compile_if_miss: bool = False, **kwargs) -> Hashable:
         """The cache key of a call: the static arguments and the dynamic ones' types."""
@@ -163,9 +191,14 @@ class StatefulFunctionAPI:
     def _by_cache(self, cache_key: Hashable):
         sig = self._lookup(cache_key)
         if sig is None:
-            raise ValueError(f"{self.name}: no trace under this cache key (not compiled yet); "
-                             "call the function or make_jaxpr(*args) first "
-                             "(get_arg_cache_key(*args) gives the key).")
+            known = list(self._api_cache())
+            raise ValueError(
+                f"{self.name}: no trace under this cache key (not compiled yet); call "
+                "make_jaxpr() (or the function) with those arguments first "
+                "(get_arg_cache_key(*args) gives their key).\n"
+                f"  Requested key: {cache_key!r}\n"
+                f"  Available keys ({len(known)}, the latest 5 shown): "
+                + ("none" if not known else "\n    " + "\n    ".join(map(repr, known[-5:]))))
         return sig
 
     # -- by cache key (brainstate's *_by_cache family) ---------------------------------

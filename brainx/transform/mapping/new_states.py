@@ -177,6 +177,7 @@ def vmap_new_states(fun: Optional[Callable] = None, *, in_axes: Any = 0, out_axe
         kept = [s for s in created if not excluded(s)] + [s for s in created if excluded(s)]
         for s, v in zip(kept, list(batched) + list(shared)):
             s._value = v
+            s.stack_level = _THREAD.depth  # it lives here now, not in the trace that built it
         for s in kept:
             for catcher in outer_catchers:
                 catcher.append(s)
