@@ -1,7 +1,8 @@
 """The errors brainx raises when a state would be left inconsistent."""
 
 __all__ = ["BrainxError", "TracerLeakError", "ExpiredStateError", "StateTypeError", "BatchAxisError",
-           "TraceContextError", "BrainStateError", "ArgnumsError", "StepOutputError"]
+           "TraceContextError", "BrainStateError", "ArgnumsError", "StepOutputError", "IRError",
+           "IRValidationError"]
 
 
 class BrainxError(Exception):
@@ -83,4 +84,34 @@ class StepOutputError(BrainxError, TypeError, ValueError):
     ... except brainx.errors.StepOutputError as err:
     ...     print(str(err)[:45])
     the step of scan (<lambda>) must return a pai
+    """
+
+
+class IRError(BrainxError):
+    """A jaxpr tool (``optimize_jaxpr``, ``inline_jit``, ``fn_to_python_code``...) cannot do its job.
+
+    The base of :class:`IRValidationError` and of
+    :class:`~brainx.transform.UnsupportedPrimitiveError` (brainstate's hierarchy of
+    the same names), so ``except IRError`` catches every error of these tools.
+    """
+
+
+class IRValidationError(IRError, TypeError, ValueError):
+    """A jaxpr tool was given something that is not what it works on.
+
+    Raised for an argument that is neither a ``Jaxpr`` nor a ``ClosedJaxpr``, a
+    variable list holding a literal or another object, an unknown pass name, or an
+    iteration count that is not a positive integer. Both a ``TypeError`` and a
+    ``ValueError``: brainstate raises ``ValueError`` subclasses for these, earlier
+    brainx releases ``TypeError`` for a wrong type, and code written for either
+    catches this.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> try:
+    ...     brainx.transform.optimize_jaxpr("not a jaxpr")
+    ... except brainx.errors.IRValidationError as err:
+    ...     print(err)
+    optimize_jaxpr: Expected Jaxpr or ClosedJaxpr, got str.
     """

@@ -437,7 +437,7 @@ def test_optimize_jaxpr_options(capsys):
     one = optimize_jaxpr(closed, max_iterations=1, optimizations=["cse"])
     assert len(one.eqns) < len(closed.eqns)
     assert optimize_jaxpr(full) is full
-    with pytest.raises(ValueError, match="Unknown optimization"):
+    with pytest.raises(ValueError, match="Invalid optimization"):
         optimize_jaxpr(closed, optimizations=["fold"])
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="max_iterations"):

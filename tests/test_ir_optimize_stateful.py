@@ -38,7 +38,7 @@ def test_ir_optimizations_rewrite_the_trace_and_compute_the_same():
 
 
 def test_unknown_ir_optimization_is_refused_when_the_function_is_made():
-    with pytest.raises(ValueError, match="Unknown optimization"):
+    with pytest.raises(ValueError, match="Invalid optimization"):
         bt.StatefulFunction(lambda x: x, ir_optimizations=["fold_everything"])
 
 

@@ -130,6 +130,6 @@ def test_an_unknown_primitive_is_named_and_a_handler_can_be_registered(monkeypat
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             register_prim_handler("brainx_test_double", lambda w, eqn, ops: f"{ops[0]} * 2")
-        assert "replacing" in str(caught[0].message)
+        assert "Overwriting" in str(caught[0].message)
     finally:
         jaxpr_code._HANDLERS.pop("brainx_test_double", None)

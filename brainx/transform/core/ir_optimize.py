@@ -16,6 +16,7 @@ from typing import Callable, Dict, Optional, Sequence, Tuple, TypeVar, Union
 
 from jax.extend import core as jcore
 
+from brainx.errors import IRValidationError
 from brainx.transform.core import ir_passes
 
 __all__ = [
@@ -27,12 +28,13 @@ J = TypeVar("J", jcore.Jaxpr, jcore.ClosedJaxpr)
 _Pass = Callable[[jcore.Jaxpr], Tuple[jcore.Jaxpr, bool]]
 
 
-def _split(jaxpr: Union[jcore.Jaxpr, jcore.ClosedJaxpr]) -> Tuple[jcore.Jaxpr, Optional[jcore.ClosedJaxpr]]:
+def _split(jaxpr: Union[jcore.Jaxpr, jcore.ClosedJaxpr],
+           caller: str) -> Tuple[jcore.Jaxpr, Optional[jcore.ClosedJaxpr]]:
     if isinstance(jaxpr, jcore.ClosedJaxpr):
         return jaxpr.jaxpr, jaxpr
     if isinstance(jaxpr, jcore.Jaxpr):
         return jaxpr, None
-    raise TypeError(f"Expected a Jaxpr or a ClosedJaxpr, got {type(jaxpr).__name__}.")
+    raise IRValidationError(f"{caller}: Expected Jaxpr or ClosedJaxpr, got {type(jaxpr).__name__}.")
 
 
 def _join(new: jcore.Jaxpr, closed: Optional[jcore.ClosedJaxpr], changed: bool):
@@ -41,8 +43,8 @@ def _join(new: jcore.Jaxpr, closed: Optional[jcore.ClosedJaxpr], changed: bool):
     return jcore.ClosedJaxpr(new, closed.consts) if changed else closed
 
 
-def _apply(run: _Pass, jaxpr: J) -> J:
-    inner, closed = _split(jaxpr)
+def _apply(run: _Pass, jaxpr: J, caller: str) -> J:
+    inner, closed = _split(jaxpr, caller)
     new, changed = run(inner)
     return _join(new, closed, changed)
 
@@ -75,7 +77,7 @@ def constant_fold(jaxpr: J) -> J:
     >>> print(constant_fold(closed))
     { lambda ; a:f32[3]. let b:f32[3] = mul a 7.389056205749512:f32[] in (b,) }
     """
-    return _apply(ir_passes.run_constant_fold, jaxpr)
+    return _apply(ir_passes.run_constant_fold, jaxpr, "constant_fold")
 
 
 def dead_code_elimination(jaxpr: J) -> J:
@@ -106,7 +108,7 @@ def dead_code_elimination(jaxpr: J) -> J:
     >>> [e.primitive.name for e in dead_code_elimination(closed).eqns]
     ['add']
     """
-    return _apply(ir_passes.run_dce, jaxpr)
+    return _apply(ir_passes.run_dce, jaxpr, "dead_code_elimination")
 
 
 def common_subexpression_elimination(jaxpr: J) -> J:
@@ -135,7 +137,7 @@ def common_subexpression_elimination(jaxpr: J) -> J:
     >>> [e.primitive.name for e in common_subexpression_elimination(closed).eqns]
     ['sin', 'mul']
     """
-    return _apply(ir_passes.run_cse, jaxpr)
+    return _apply(ir_passes.run_cse, jaxpr, "common_subexpression_elimination")
 
 
 def copy_propagation(jaxpr: J) -> J:
@@ -162,7 +164,7 @@ def copy_propagation(jaxpr: J) -> J:
     >>> [e.primitive.name for e in copy_propagation(closed).eqns]
     ['add']
     """
-    return _apply(ir_passes.run_copy_propagation, jaxpr)
+    return _apply(ir_passes.run_copy_propagation, jaxpr, "copy_propagation")
 
 
 def algebraic_simplification(jaxpr: J) -> J:
@@ -197,7 +199,7 @@ def algebraic_simplification(jaxpr: J) -> J:
     >>> [e.primitive.name for e in algebraic_simplification(closed).eqns]
     ['tanh', 'mul', 'add']
     """
-    return _apply(ir_passes.run_algebraic, jaxpr)
+    return _apply(ir_passes.run_algebraic, jaxpr, "algebraic_simplification")
 
 
 _PASSES: Dict[str, _Pass] = {
@@ -218,8 +220,8 @@ def _pipeline(optimizations: Union[str, Sequence[str], None]) -> Tuple[str, ...]
     names = tuple(_ALIASES.get(n, n) for n in names)
     unknown = [n for n in names if n not in _PASSES]
     if unknown:
-        raise ValueError(f"Unknown optimization(s) {unknown}; the passes are "
-                         f"{sorted(_PASSES)} (or 'all').")
+        raise IRValidationError(f"optimize_jaxpr: Invalid optimization name(s) {unknown}; the "
+                                f"passes are {sorted(_PASSES)} (or 'all').")
     return names
 
 
@@ -254,10 +256,10 @@ def optimize_jaxpr(
 
     Raises
     ------
-    TypeError
-        ``jaxpr`` is neither a ``Jaxpr`` nor a ``ClosedJaxpr``.
-    ValueError
-        An unknown pass name, or ``max_iterations`` not a positive integer.
+    brainx.errors.IRValidationError
+        ``jaxpr`` is neither a ``Jaxpr`` nor a ``ClosedJaxpr``, a pass name is
+        unknown, or ``max_iterations`` is not a positive integer (a ``TypeError``
+        and a ``ValueError``).
 
     Examples
     --------
@@ -278,8 +280,9 @@ def optimize_jaxpr(
     """
     names = _pipeline(optimizations)
     if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
-        raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}.")
-    inner, closed = _split(jaxpr)
+        raise IRValidationError(
+            f"optimize_jaxpr: max_iterations must be a positive integer, got {max_iterations!r}.")
+    inner, closed = _split(jaxpr, "optimize_jaxpr")
     start = len(inner.eqns)
     if verbose:
         print(f"optimize_jaxpr: {start} equations; passes {' -> '.join(names)}; "
@@ -301,7 +304,7 @@ def optimize_jaxpr(
     else:
         if verbose:
             print(f"  stopped after max_iterations={max_iterations} round(s)")
-    original = _split(jaxpr)[0]
+    original = _split(jaxpr, "optimize_jaxpr")[0]
     if (tuple(inner.invars) != tuple(original.invars)
             or tuple(inner.constvars) != tuple(original.constvars)
             or any(a is not b for a, b in zip(inner.outvars, original.outvars))):

@@ -34,7 +34,8 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 
-__all__ = ["run_constant_fold", "run_algebraic", "run_copy_propagation", "run_cse", "run_dce"]
+__all__ = ["run_constant_fold", "run_algebraic", "run_copy_propagation", "run_cse", "run_dce",
+           "is_pure_eqn"]
 
 Atom = Any
 PassResult = Tuple[jcore.Jaxpr, bool]
@@ -58,6 +59,15 @@ def _eqn_pure(eqn: jcore.JaxprEqn, memo: Dict[int, bool]) -> bool:
         if not _is_plain_aval(v.aval):
             return False
     return all(_jaxpr_pure(sub, memo) for sub in _subjaxprs(eqn.params))
+
+
+def is_pure_eqn(eqn: jcore.JaxprEqn) -> bool:
+    """Whether ``eqn`` may be removed, merged with a twin or evaluated ahead of time.
+
+    ``False`` for an equation with effects, a callback, ``rng_uniform``, refs or
+    tokens, or any of these in its nested jaxprs (see the module's description).
+    """
+    return _eqn_pure(eqn, {})
 
 
 def _jaxpr_pure(jaxpr: Any, memo: Dict[int, bool]) -> bool:

@@ -36,15 +36,19 @@ from typing import Any, Callable, Dict, List, Sequence
 import jax
 from jax.extend import core as _core
 
-from brainx.errors import BrainxError
+from brainx.errors import IRError
 from brainx.transform.core.jaxpr_code_rules import RULES, generic_rule, value_code
 
 __all__ = ["jaxpr_to_python_code", "fn_to_python_code", "register_prim_handler",
            "UnsupportedPrimitiveError", "CodeWriter"]
 
 
-class UnsupportedPrimitiveError(BrainxError, NotImplementedError):
-    """A jaxpr equation whose primitive has no code-generation handler."""
+class UnsupportedPrimitiveError(IRError, NotImplementedError):
+    """A jaxpr equation whose primitive has no code-generation handler.
+
+    An :class:`~brainx.errors.IRError` (as brainstate's class of this name) and a
+    ``NotImplementedError``.
+    """
 
 
 #: ``{primitive name: handler(writer, eqn, operands) -> expression}``
@@ -61,7 +65,7 @@ def register_prim_handler(prim_name: str, handler: Callable) -> None:
     name. A handler of a primitive with several results may return
     ``(expression, sizes)``, the value being nested in groups of those sizes, or
     ``(expression, None)`` when its value is the one result itself. A handler
-    given for a name that has one replaces it, with a warning.
+    given for a name that has one replaces it, with a warning (``Overwriting``).
 
     Examples
     --------
@@ -76,8 +80,8 @@ def register_prim_handler(prim_name: str, handler: Callable) -> None:
         return b
     """
     if prim_name in _HANDLERS or prim_name in RULES:
-        warnings.warn(f"register_prim_handler: replacing the handler of {prim_name!r}",
-                      stacklevel=2)
+        warnings.warn(f"register_prim_handler: Overwriting the handler of the primitive "
+                      f"{prim_name!r}", stacklevel=2)
     _HANDLERS[prim_name] = handler
 
 
@@ -180,19 +184,37 @@ class CodeWriter:
 
     def top(self, jaxpr: Any, fn_name: str, pytree_args: bool = False) -> str:
         """The source of ``def fn_name``: its parameters are the jaxpr's inputs, or, with
-        ``pytree_args``, ``(*args, **kwargs)`` whose leaves are the inputs."""
+        ``pytree_args``, ``(*args, **kwargs)`` whose leaves are the inputs.
+
+        Inputs at the end that nothing reads are optional parameters (``=None``).
+        """
         consts = getattr(jaxpr, "consts", ())
         inner = jaxpr.jaxpr if isinstance(jaxpr, _core.ClosedJaxpr) else jaxpr
         params = [self.name(v) for v in inner.invars]
         if pytree_args:
             self.emit(f"def {fn_name}(*args, **kwargs):")
-            self.emit(f"    {_group(params)} = jax.tree.leaves((args, kwargs))")
+            self.emit(f"    {_group(params)} = jax.tree_util.tree_leaves((args, kwargs))")
         else:
+            unread = _unread_tail(inner)
+            if unread:
+                params[-unread:] = [f"{p}=None" for p in params[-unread:]]
             self.emit(f"def {fn_name}({', '.join(params)}):")
         self._indent += 1
         self._body(inner, consts)
         self.emit(f"return {_result([self.atom(v) for v in inner.outvars])}")
         return "\n".join(self.lines)
+
+
+def _unread_tail(jaxpr: Any) -> int:
+    """How many of the last inputs of ``jaxpr`` no equation and no output reads."""
+    read = {id(v) for e in jaxpr.eqns for v in e.invars if not isinstance(v, _core.Literal)}
+    read.update(id(v) for v in jaxpr.outvars if not isinstance(v, _core.Literal))
+    count = 0
+    for v in reversed(jaxpr.invars):
+        if id(v) in read:
+            break
+        count += 1
+    return count
 
 
 def _result(outs: List[str]) -> str:
@@ -237,6 +259,9 @@ def fn_to_python_code(fn: Callable, *args: Any, **kwargs: Any) -> str:
     (``generated_function`` for a lambda). The generated function takes what
     ``fn`` takes: given pytree arguments (a dict, keywords), it reads their
     leaves; it returns the leaves of ``fn``'s result, a tuple for several.
+    Arguments at the end that the result does not depend on (after folding) are
+    optional, ``=None``: brainstate's generated function drops them, so it is
+    called without them, and brainx's is called either way.
 
     Examples
     --------
@@ -254,6 +279,10 @@ def fn_to_python_code(fn: Callable, *args: Any, **kwargs: Any) -> str:
     >>> exec(fn_to_python_code(scaled, 1.0), namespace)
     >>> bool(jnp.allclose(namespace["scaled"](0.5), scaled(0.5)))
     True
+    >>> print(fn_to_python_code(lambda x, unused: x + 1.0, 1.0, 2.0))
+    def generated_function(a, b=None):
+        c = a + 1.0
+        return c
     """
     from brainx.transform.core.ir_optimize import constant_fold  # the passes import jax.extend
 

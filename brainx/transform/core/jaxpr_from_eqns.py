@@ -30,6 +30,7 @@ from typing import Any, List, Optional, Sequence
 from jax.extend import core as _core
 
 from brainx.compat_jax import make_debug_info
+from brainx.errors import IRValidationError
 
 __all__ = ["eqns_to_jaxpr", "eqns_to_closed_jaxpr"]
 
@@ -38,8 +39,8 @@ def _check_vars(vars_: Sequence[Any], what: str) -> List[Any]:
     vars_ = list(vars_)
     bad = [v for v in vars_ if not isinstance(v, _core.Var)]
     if bad:
-        raise TypeError(f"eqns_to_jaxpr: {what} must be jaxpr variables (Var), got {bad[0]!r} "
-                        f"({type(bad[0]).__name__}).")
+        raise IRValidationError(f"eqns_to_jaxpr: {what} must be jaxpr variables (Var), got "
+                                f"{bad[0]!r} ({type(bad[0]).__name__}).")
     return vars_
 
 
@@ -74,6 +75,12 @@ def eqns_to_jaxpr(eqns: Sequence[Any], invars: Optional[Sequence[Any]] = None,
 
     See the module's description for the rule. Constants (``constvars``) come
     before the inputs.
+
+    Raises
+    ------
+    brainx.errors.IRValidationError
+        ``invars``, ``outvars`` or ``constvars`` hold something that is not a
+        jaxpr variable (a literal, a number).
     """
     eqns = list(eqns)
     constvars, invars, outvars = _binders(eqns, invars, outvars, constvars)
@@ -89,15 +96,16 @@ def eqns_to_closed_jaxpr(eqns: Sequence[Any], invars: Optional[Sequence[Any]] = 
 
     Raises
     ------
-    ValueError
-        ``consts`` and ``constvars`` differ in length.
+    brainx.errors.IRValidationError
+        ``consts`` and ``constvars`` differ in length, or a variable list holds
+        something that is not a jaxpr variable (a ``ValueError`` and a ``TypeError``).
     """
     eqns = list(eqns)
     constvars, invars, outvars = _binders(eqns, invars, outvars, constvars)
     consts = [] if consts is None else list(consts)
     if len(consts) != len(constvars):
-        raise ValueError(f"eqns_to_closed_jaxpr: {len(consts)} consts for {len(constvars)} "
-                         "constvars; give one value per constant variable.")
+        raise IRValidationError(f"eqns_to_closed_jaxpr: {len(consts)} consts for {len(constvars)} "
+                                "constvars; give one value per constant variable.")
     jaxpr = _core.Jaxpr(constvars, invars, outvars, eqns,
                         debug_info=make_debug_info("eqns_to_closed_jaxpr"))
     return _core.ClosedJaxpr(jaxpr, consts)

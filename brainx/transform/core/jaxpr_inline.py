@@ -28,6 +28,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 from jax.extend import core as _core
 
+from brainx.errors import IRValidationError
+
 __all__ = ["inline_jit"]
 
 _JIT = ("jit", "pjit")
@@ -40,7 +42,15 @@ def inline_jit(jaxpr: Any, should_expand: Optional[Callable[[Any], bool]] = None
     inline; the others stay calls. Constants of an inlined body become
     constants of the result, so a plain ``Jaxpr`` keeps a call whose body has
     constants. Returns the same kind it was given.
+
+    Raises
+    ------
+    brainx.errors.IRValidationError
+        ``jaxpr`` is neither a ``Jaxpr`` nor a ``ClosedJaxpr``.
     """
+    if not isinstance(jaxpr, (_core.Jaxpr, _core.ClosedJaxpr)):
+        raise IRValidationError(
+            f"inline_jit: Expected Jaxpr or ClosedJaxpr, got {type(jaxpr).__name__}.")
     closed = isinstance(jaxpr, _core.ClosedJaxpr)
     inner = jaxpr.jaxpr if closed else jaxpr
     consts: List[Any] = list(jaxpr.consts) if closed else []
