@@ -8,6 +8,10 @@ PYTHON_EXE := $(shell $(PYTHON) -c '' >/dev/null 2>&1 && echo $(PYTHON) || \
 VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# `make demo` alone installs brainx with the examples extra only (matplotlib, tqdm; not the test
+# extra's flax, equinox, numba, scipy, brainevent); the test install covers the demo too.
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_EXTRAS := test,examples
 
 .PHONY: demo test test-core test-check-caches test-long fuzz docs docs-check install bench compat compat-0.6 clean
 
@@ -15,14 +19,26 @@ $(PY):
 	@test -n "$(PYTHON_EXE)" || { echo "no interpreter $(PYTHON) here" >&2; exit 1; }
 	$(PYTHON_EXE) -m venv $(VENV)
 
-$(STAMP): $(PY) pyproject.toml
+# The distribution is brainx-jax (it was brainx until 0.1.0: such an editable install of this
+# checkout is removed, not the package index's brainx, which is another project).
+define pip_install
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,examples]"
-	touch $(STAMP)
+	$(PY) -m pip install --quiet -e ".[$(1)]"
+	$(PY) -m pip show brainx 2>/dev/null | grep -qx 'Editable project location: $(CURDIR)' && \
+		$(PY) -m pip uninstall --quiet --yes brainx || true
+endef
+
+$(STAMP): $(PY) pyproject.toml
+	$(call pip_install,$(TEST_EXTRAS))
+	touch $(STAMP) $(DEMO_STAMP)
+
+$(DEMO_STAMP): $(PY) pyproject.toml
+	$(call pip_install,examples)
+	touch $(DEMO_STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(PY) examples/snn_bptt.py
 
 # A sample of the largest test matrices (tests/conftest.py says which), on two workers (one per

@@ -1,5 +1,7 @@
 """The errors brainx raises when a state would be left inconsistent."""
 
+from brainx import _import_check  # noqa: F401  (an ImportError that names a folder shadowing brainx)
+
 __all__ = ["BrainxError", "TracerLeakError", "ExpiredStateError", "StateTypeError", "BatchAxisError",
            "TraceContextError", "BrainStateError", "ArgnumsError", "StepOutputError", "IRError",
            "IRValidationError"]

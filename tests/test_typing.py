@@ -55,4 +55,5 @@ def test_the_package_is_typed_and_its_version_is_written_once():
 
     import brainx
     assert (pathlib.Path(brainx.__file__).parent / "py.typed").is_file()   # PEP 561 marker
-    assert importlib.metadata.version("brainx") == brainx.__version__
+    # the distribution is brainx-jax (the package index's "brainx" is another project)
+    assert importlib.metadata.version("brainx-jax") == brainx.__version__

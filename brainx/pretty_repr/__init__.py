@@ -12,3 +12,5 @@ Users import these names from :mod:`brainx.util`, where the protocol
 state's ``repr`` is made here, so :mod:`brainx.state` (which :mod:`brainx.util` imports)
 must not need :mod:`brainx.util` for it.
 """
+
+from brainx import _import_check  # noqa: F401  (an ImportError that names a folder shadowing brainx)
