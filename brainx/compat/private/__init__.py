@@ -17,6 +17,9 @@ module here                 serves (under ``brainstate.``)
                             ``nn._common``
 ``random``                  ``random._state``
 ==========================  =====================================================
+
+``ir`` gathers the names of ``ir_utils`` (identity containers, jaxpr checks), ``ir_fold``
+(constant folding) and ``ir_tocode`` (code-generation rules) and adds its own.
 """
 
 from __future__ import annotations
