@@ -125,3 +125,25 @@ def test_settings_are_shared_and_contexts_are_per_thread():
         assert environ.get("gain") == 0.7           # a worker's set() is seen by the main thread
     finally:
         environ.pop("gain")
+
+
+def test_popping_an_unset_precision_gives_the_import_precision_and_keeps_it():
+    """brainstate 0.6's fresh environments hold the import precision, so popping it returns it;
+    brainx keeps it as the built-in default, and popping an unset one gives that default."""
+    env = environ.EnvironmentState()
+    assert environ.pop("precision", env=env) == environ.INITIAL_PRECISION
+    assert environ.get_precision(env=env) == environ.INITIAL_PRECISION   # still in force
+    environ.set(precision=16, env=env)
+    assert environ.pop("precision", env=env) == 16                       # a set one: as before
+    assert environ.pop("precision", None, env=env) is None               # a default still wins
+    with pytest.raises(KeyError, match="'gain' not found"):
+        environ.pop("gain", env=env)                                     # no built-in default
+
+
+def test_pop_of_the_unset_global_precision_under_x64_reports_64():
+    r = run(X64_ON, after="""
+        from brainx import environ
+        popped_value = environ.pop("precision")
+        report(popped_value=popped_value, after=environ.get_precision())
+    """)
+    assert r["popped_value"] == r["after"] == r["precision"] == 64 and r["x64"] is True

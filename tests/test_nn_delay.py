@@ -68,6 +68,25 @@ def test_times_become_steps_robustly_and_buffers_grow_with_entries():
         delay.register_delay(-1.0 * u.ms)
 
 
+def test_step_ratios_whole_up_to_round_off_are_whole_and_others_round_up():
+    """brainstate 0.6's rule: within 1e-6 * max(1, n) of a whole n is n, else the ceiling."""
+    from brainx.nn.dynamics.delay import delay_steps
+    for k in (1, 3, 7, 9, 29, 57, 99, 113):          # k * 0.01 / 0.01 is k up to round-off
+        assert int(delay_steps(k * 0.01, 0.01)) == k, k
+    assert 0.07 / 0.01 > 7 and int(np.ceil(0.07 / 0.01)) == 8   # what a bare ceiling gives
+    f32 = [int(delay_steps(jnp.asarray(k * 0.01, jnp.float32), 0.01)) for k in range(1, 200)]
+    assert f32 == list(range(1, 200))                            # a float32 time: 9.000001 is 9
+    assert int(delay_steps(0.25, 0.1)) == 3
+    assert delay_steps(jnp.asarray([0.05, 0.1, 0.11]), 0.1).tolist() == [1, 1, 2]
+    # the tolerance is relative to max(1, n): 1 + 5e-6 is a fraction (2 steps); around 1e5
+    # it is 0.1 steps: 1e5 + 0.5 rounds up, 1e5 + 0.05 is 1e5
+    assert int(delay_steps(1.000005, 1.0)) == 2
+    assert int(delay_steps(1e5 + 0.5, 1.0)) == 100_001
+    assert int(delay_steps(1e5 + 0.05, 1.0)) == 100_000
+    with environ.context(dt=0.01):
+        assert nn.Delay(jnp.zeros(2), time=0.07).max_length == 8    # 7 steps back + the latest
+
+
 def test_pytree_and_quantity_values_keep_their_units():
     delay = nn.Delay({"V": jnp.zeros(2) * u.mV, "s": jnp.zeros(2)}, time=DT * u.ms)
     nn.init_all_states(delay)

@@ -199,3 +199,17 @@ def test_rnn_cell_lifecycle_and_errors():
     assert cell.h is h and h.value.shape == (4, 3) and np.all(np.asarray(h.value) == 0.5)
     with pytest.raises(ValueError, match="Unknown activation"):
         nn.GRUCell(2, 3, activation="nope")
+
+
+def test_normalisation_statistics_of_a_complex_input_use_its_squared_modulus():
+    """The variance of a complex input is E|x - E x|^2 (real), in both variance formulas."""
+    from brainx.nn.layers.normalization import _stats
+    rng = np.random.RandomState(3)
+    x = (rng.randn(6, 4) + 1j * rng.randn(6, 4)).astype(np.complex64)
+    for fast in (True, False):
+        mean, var = _stats(jnp.asarray(x), (0,), use_fast_variance=fast)
+        np.testing.assert_allclose(mean[0], x.mean(axis=0), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(var[0], np.var(x, axis=0), rtol=1e-5, atol=1e-6)
+        assert not jnp.iscomplexobj(var)
+    _, second_moment = _stats(jnp.asarray(x), (0,), use_mean=False)
+    np.testing.assert_allclose(second_moment[0], (np.abs(x) ** 2).mean(axis=0), rtol=1e-5)

@@ -127,3 +127,31 @@ def test_bad_inputs_are_named_and_change_nothing():
     with pytest.raises(Exception):
         ensemble.update(jnp.ones((3, 3)))                    # three inputs for two copies
     np.testing.assert_array_equal(ensemble.module.h.value, before)
+
+
+def test_map_returns_a_map_caller_and_its_repr_leaves_out_the_bookkeeping():
+    from brainx.nn.modules.map_module import MapCaller
+    ensemble = brainx.nn.Map(Leaky(), init_map_size=3)
+    assert ensemble._init is False and "=None" not in repr(ensemble)
+    ensemble.init_all_states(n_in=2)
+    assert ensemble._init is True and 0 in ensemble._call_state_axes
+    caller = ensemble.map("energy", in_axes=None)
+    assert isinstance(caller, MapCaller) and caller.behavior == "vmap" and caller.in_axes is None
+    ws = np.asarray(ensemble.module.w.value)
+    np.testing.assert_allclose(caller(2.0), 2.0 * (ws ** 2).sum(axis=1), rtol=1e-6)
+    text = repr(ensemble)
+    for hidden in ("_init", "dict_vmap_states", "call_state_axes", "_update", "=None"):
+        assert hidden not in text, hidden
+    assert "init_map_size=3" in text and "behavior='vmap'" in text
+    # Module's rules still hold under Map's: None hidden, a leading underscore stripped
+    assert ensemble.__pretty_repr_item__("spmd_axis_name", None) is None
+    assert ensemble.__pretty_repr_item__("_in_size", (3,)) == ("in_size", (3,))
+    assert ensemble.__pretty_repr_item__("_init", True) is None
+    # a MapCaller on its own: a plain function per lane, and only vmap or pmap
+    np.testing.assert_allclose(MapCaller(lambda x: x * 2.0, "vmap")(jnp.arange(4.0)),
+                               np.arange(4.0) * 2.0)
+    with pytest.raises(ValueError, match="behavior"):
+        MapCaller(lambda x: x, "scan")
+    ensemble.behavior = "scan"                          # a corrupted behaviour is named
+    with pytest.raises(ValueError, match="behavior"):
+        ensemble.init_all_states(n_in=2)

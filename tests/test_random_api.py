@@ -296,7 +296,7 @@ def test_a_typed_key_state_shows_its_dtype_and_flows_through_reports():
     from brainx.transform.remat.memory_budget import _nbytes
     from brainx.transform.remat.residual_report import Residual, _dtype
     rng = br.RandomState(0, name="noise")
-    assert repr(rng) == "RandomState(key<fry>[], name='noise')"
+    assert repr(rng) == "RandomState(key<fry>[], data=[0, 0], name='noise')"
     assert dtype_name(rng.value.dtype) == "key<fry>" and dtype_name(jnp.int8) == "int8"
     assert _nbytes({"k": jr.split(jr.key(0), 3), "x": jnp.zeros(2)}) == 3 * 8 + 2 * 4
     r = Residual((5,), _dtype(rng.value.dtype), "intermediate", "noise")
@@ -311,3 +311,25 @@ def test_a_snapshot_of_a_generator_leaves_its_backed_up_key_behind():
     with pytest.raises(ValueError, match="no key is backed up"):
         rebuilt.restore_key()
     rng.restore_key()
+
+
+def test_a_generator_repr_shows_its_raw_key_bits_when_at_hand():
+    """brainstate 0.6 prints the key's raw bits as ``data=``; brainx does for a concrete key
+    of at most 16 keys, and leaves them out of a traced or a large batch of keys."""
+    rng = br.RandomState(42)
+    assert repr(rng) == str(rng) == "RandomState(key<fry>[], data=[0, 42])"
+    rng.normal()                                           # the key moved: so do the bits
+    assert f"data={np.asarray(jr.key_data(rng.value)).tolist()}" in repr(rng)
+    lanes = br.RandomState(jr.split(jr.key(0), 3))
+    assert f"data={np.asarray(jr.key_data(lanes.value)).tolist()}" in repr(lanes)
+    assert "data=" not in repr(br.RandomState(jr.split(jr.key(0), 17)))
+    seen = []
+
+    @bt.jit
+    def draw():
+        x = rng.normal()
+        seen.append(repr(rng))                             # the new key is traced here
+        return x
+
+    draw()
+    assert seen == ["RandomState(key<fry>[])"]

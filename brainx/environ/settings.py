@@ -118,6 +118,11 @@ def pop(key: Hashable, default: Any = _MISSING, *,
         env: Optional[EnvironmentState] = None) -> Any:
     """Remove a default and return it (``default`` when it is not set).
 
+    A key that was not set but has a built-in default (``precision``: the
+    precision JAX's x64 flag gave at import) returns that default, as brainstate
+    0.6 (whose fresh environments hold it as a setting); it stays in force. Any
+    other unset key raises ``KeyError`` unless ``default`` is given.
+
     A key overridden by an open :func:`context` in this thread cannot be
     popped: that raises ``ValueError``. Registered behaviours are not called;
     popping ``precision`` puts ``jax_enable_x64`` back in line with the
@@ -132,6 +137,8 @@ def pop(key: Hashable, default: Any = _MISSING, *,
         reads.changed()
     with env.locks[key]:
         if default is _MISSING and key not in env.settings:
+            if key in DEFAULTS:   # unset, the default is in force: that is what is popped
+                return DEFAULTS[key]
             raise KeyError(f"{key!r} not found in the environment, so it cannot be popped. "
                            f"Pass a default (environ.pop({key!r}, None)) to allow that.")
         value = env.settings.pop(key, default)

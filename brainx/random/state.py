@@ -10,7 +10,7 @@ same numbers; ``jax.random.key_data(rng.value)`` gives the raw bits back.
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import jax
 import jax.numpy as jnp
@@ -20,8 +20,10 @@ from jax.core import Tracer
 
 from brainx.errors import BatchAxisError
 from brainx.lanes import foreign_batch_traces
+from brainx.pretty_repr.layout import PrettyAttr
 from brainx.random.samplers import Samplers
 from brainx.state.state import State
+from brainx.state.state_repr import state_pretty_items
 from brainx.state.trace import inside_transform
 
 __all__ = ["RandomState", "as_key", "os_seed", "DEFAULT_SOURCE"]
@@ -92,6 +94,22 @@ def as_key(seed_or_key: Any, what: str = "seed_or_key") -> Any:
     raise TypeError(
         f"{what} must be an integer seed, a typed key (jax.random.key) or a raw key (uint32 "
         f"array of shape (2,), from jax.random.PRNGKey); got {_describe(seed_or_key)}.")
+
+
+#: the most keys whose raw bits a generator's ``repr`` shows
+_REPR_KEYS = 16
+
+
+def _key_bits(key: Any) -> Optional[list]:
+    """The raw bits of a concrete, live typed key of at most ``_REPR_KEYS`` keys, as nested
+    lists (``[0, 42]``); ``None`` for anything else (a tracer, a deleted buffer, a batch),
+    and inside a transform (where the key in force is traced)."""
+    if (inside_transform() or not isinstance(key, jax.Array) or isinstance(key, Tracer)
+            or not jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+            or key.size > _REPR_KEYS or key.is_deleted()):
+        return None
+    with jax.ensure_compile_time_eval():   # (a repr inside a trace reads the bits eagerly)
+        return np.asarray(jr.key_data(key)).tolist()
 
 
 def _describe(x: Any) -> str:
@@ -262,6 +280,23 @@ class RandomState(State, Samplers):
                 f"{self!r}: its key buffer was deleted (donated to a compiled function with "
                 "donate_argnums?), so it cannot draw numbers. Call seed(...) or set_key(...) "
                 "to give it a new key, and do not donate a generator's key.")
+
+    def __pretty_repr__(self) -> Iterator[Any]:
+        """As any state's (the key's type, then the metadata), with the key's raw bits as
+        ``data=`` after the type when they are at hand: a concrete key of at most
+        ``_REPR_KEYS`` keys, as brainstate 0.6 prints it.
+
+        Examples
+        --------
+        >>> import brainx
+        >>> brainx.random.RandomState(42)
+        RandomState(key<fry>[], data=[0, 42])
+        """
+        items = list(state_pretty_items(self))
+        data = _key_bits(self._value)
+        if data is not None and len(items) >= 2:
+            items.insert(2, PrettyAttr("data", data))
+        return iter(items)
 
     def clone(self) -> "RandomState":
         """A new generator whose key is split from this one's (this one advances)."""

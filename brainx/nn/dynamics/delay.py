@@ -28,8 +28,10 @@ per element / connection: an array    the same rows (for the longest)  one gathe
 =====================================  ==============================  ==================================
 
 A time ``t`` becomes ``t / dt`` steps (``dt`` from :mod:`brainx.environ`),
-rounded up to a whole step unless the delay interpolates (a ratio within
-``1e-4`` of a whole number counts as whole: ``1.5 ms / 0.1 ms`` is 15 steps).
+rounded up to a whole step unless the delay interpolates; a ratio whole up to
+float round-off (within ``1e-6 * max(1, n)`` of a whole number ``n``) counts as
+whole: ``1.5 ms / 0.1 ms`` is 15 steps, as is a float32 time's ``15.000001``
+(:func:`delay_steps`, brainstate 0.6's rule).
 
 ``Delay(..., update_every=T)`` records one value per period ``T`` instead of
 one per step, so a long delay needs ``T / dt`` times fewer rows. ``T`` is
@@ -57,11 +59,14 @@ from brainx.nn.modules.module import Module
 from brainx.state.state import DelayState, ShortTermState, State
 from brainx.transform import jit_error_if
 
-__all__ = ["Delay", "DelayAccess", "StateWithDelay"]
+__all__ = ["Delay", "DelayAccess", "StateWithDelay", "delay_steps", "snap_to_whole"]
 
 _INTERPOLATIONS = {None: None, "nearest": "nearest", "round": "nearest", "linear": "linear",
                    "linear_interp": "linear"}
-_WHOLE = 1e-4   # a step ratio this close to a whole number is that number
+#: a step ratio within this distance of a whole number ``n``, relative to ``max(1, n)``, is
+#: ``n``: it absorbs float round-off (``0.07 / 0.01 == 7.000000000000001``, a float32 time's
+#: ``9.000001``) and nothing a user would mean as a fraction (brainstate 0.6's rule)
+_STEP_RTOL = 1e-6
 
 
 class _Entry(NamedTuple):
@@ -71,27 +76,69 @@ class _Entry(NamedTuple):
     indices: Tuple
 
 
-def _steps(delay: "Delay", time: Any) -> np.ndarray:
-    """``time / spacing`` (``dt``, or ``update_every``) as a NumPy float array (checked: concrete, >= 0)."""
-    dt = environ.get_dt() if delay.update_every is None else delay.update_every
+def snap_to_whole(ratio: Any) -> np.ndarray:
+    """``ratio`` (steps, as floats) with each ratio that is whole up to float round-off made whole.
+
+    A ratio within ``1e-6 * max(1, n)`` of a whole number ``n`` becomes ``n``; any
+    other keeps its fraction (which :func:`delay_steps` then rounds up).
+
+    Examples
+    --------
+    >>> from brainx.nn.dynamics.delay import snap_to_whole
+    >>> snap_to_whole([0.07 / 0.01, 2.5]).tolist()
+    [7.0, 2.5]
+    """
+    ratio = np.asarray(ratio, dtype=np.float64)
+    nearest = np.round(ratio)
+    whole = np.abs(ratio - nearest) <= _STEP_RTOL * np.maximum(1.0, np.abs(nearest))
+    return np.where(whole, nearest, ratio)
+
+
+def _ratio(time: Any, spacing: Any, owner: str) -> np.ndarray:
+    """``time / spacing`` as a NumPy float array (checked: concrete, finite, >= 0)."""
     try:
-        ratio = time / dt
+        ratio = time / spacing
         if isinstance(ratio, u.Quantity):
             ratio = ratio.to_decimal(u.UNITLESS)
         ratio = np.asarray(ratio, dtype=np.float64)
     except u.UnitMismatchError as e:
-        raise u.UnitMismatchError(f"{delay!r}: the delay time {time!r} and the row spacing "
-                                  f"{dt!r} (dt, or update_every) must have "
+        raise u.UnitMismatchError(f"{owner}: the delay time {time!r} and the row spacing "
+                                  f"{spacing!r} (dt, or update_every) must have "
                                   "the same dimension (give times in units of time when dt has "
                                   "them).") from e
     except jax.errors.TracerArrayConversionError as e:
-        raise TypeError(f"{delay!r}: a registered delay time must be concrete, got a traced value; "
+        raise TypeError(f"{owner}: a registered delay time must be concrete, got a traced value; "
                         "register delays outside the compiled function, or read with "
                         "retrieve_at_step(steps) there.") from e
     if np.any(ratio < 0) or not np.all(np.isfinite(ratio)):
-        raise ValueError(f"{delay!r}: delay times must be finite and non-negative, got {time!r}.")
-    nearest = np.round(ratio)
-    return np.where(np.abs(ratio - nearest) < _WHOLE, nearest, ratio)
+        raise ValueError(f"{owner}: delay times must be finite and non-negative, got {time!r}.")
+    return ratio
+
+
+def delay_steps(time: Any, spacing: Any) -> np.ndarray:
+    """The whole number of rows (of ``spacing``, usually ``dt``) a delay of ``time`` reaches back.
+
+    ``time / spacing``, rounded up, except that a ratio whole up to float round-off
+    is that whole number (see :func:`snap_to_whole`); an integer array of the
+    shape of ``time``. Times and ``spacing`` are numbers or Quantities of one
+    dimension; a negative, infinite or traced time is an error.
+
+    Examples
+    --------
+    >>> import brainunit as u
+    >>> from brainx.nn.dynamics.delay import delay_steps
+    >>> int(delay_steps(0.07, 0.01)), int(delay_steps(0.25, 0.1))
+    (7, 3)
+    >>> delay_steps([0.05, 0.1, 0.11] * u.ms, 0.1 * u.ms).tolist()
+    [1, 1, 2]
+    """
+    return np.ceil(snap_to_whole(_ratio(time, spacing, "delay_steps"))).astype(np.int64)
+
+
+def _steps(delay: "Delay", time: Any) -> np.ndarray:
+    """``time / spacing`` (``dt``, or ``update_every``) as floats, whole ratios snapped."""
+    dt = environ.get_dt() if delay.update_every is None else delay.update_every
+    return snap_to_whole(_ratio(time, dt, repr(delay)))
 
 
 def _period_steps(update_every: Any) -> int:
@@ -106,10 +153,10 @@ def _period_steps(update_every: Any) -> int:
     except (TypeError, jax.errors.ConcretizationTypeError) as e:
         raise TypeError(f"Delay: update_every must be a concrete time (a number or a Quantity), "
                         f"got {update_every!r}.") from e
-    if not np.isfinite(ratio) or ratio < 1 - _WHOLE:
+    if not np.isfinite(ratio) or snap_to_whole(ratio) < 1:
         raise ValueError(f"Delay: update_every must be at least dt = {dt!r}, got {update_every!r}.")
     steps = int(round(ratio))
-    if abs(ratio - steps) > _WHOLE * max(1.0, abs(ratio)):
+    if abs(ratio - steps) > _STEP_RTOL * max(1.0, abs(ratio)):
         warnings.warn(f"Delay: update_every={update_every!r} is not a whole number of steps of "
                       f"dt = {dt!r}; the buffer is written every {steps} steps.", UserWarning,
                       stacklevel=4)

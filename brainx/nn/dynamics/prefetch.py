@@ -47,6 +47,16 @@ def _check_dynamics(module: Any, what: str) -> None:
                         f"after-update hooks), got {module!r}.")
 
 
+def prefetch_delay_key(item: str, update_every: Any = None) -> str:
+    """The after-update key of the delay buffer of state ``item`` (``"V-prefetch-delay-None"``)."""
+    return f"{item}-prefetch-delay-{update_every}"
+
+
+def output_delay_key(update_every: Any = None) -> str:
+    """The after-update key of the delay buffer of a module's output (``"output-delay-None"``)."""
+    return f"output-delay-{update_every}"
+
+
 def _new_entry(delay: Delay, *time) -> str:
     entry = f"read-{len(delay._entries)}"
     delay.register_entry(entry, *time)
@@ -133,7 +143,7 @@ class PrefetchDelayAt:
         self.delay_time = _times(time_and_index)
         self.state_delay = None
         if self.delay_time and self.delay_time[0] is not None:
-            key = f"{item}-prefetch-delay-{update_every}"
+            key = prefetch_delay_key(item, update_every)
             if not module.has_after_update(key):
                 delay = StateWithDelay(module, item, init=delay_init, interpolation=interpolation,
                                        update_every=update_every, **kwargs)
@@ -171,7 +181,7 @@ class OutputDelayAt:
                  interpolation: Optional[str] = None, update_every: Any = None, **kwargs):
         _check_dynamics(module, "output_delay")
         self.module = module
-        key = f"output-delay-{update_every}"
+        key = output_delay_key(update_every)
         if not module.has_after_update(key):
             delay = Delay(jax.ShapeDtypeStruct(module.out_size, environ.dftype()),
                           take_aware_unit=True, init=delay_init, interpolation=interpolation,
@@ -188,7 +198,7 @@ def _registered_delay(target: PrefetchDelay) -> StateWithDelay:
     """The delay buffer of ``target.module.<item>``, whatever ``update_every`` it was made with."""
     module = target.module
     _check_dynamics(module, "a delayed prefetch")
-    prefix = f"{target.item}-prefetch-delay-"
+    prefix = prefetch_delay_key(target.item, "")
     keys = [k for k in (module.after_updates or {}) if isinstance(k, str) and k.startswith(prefix)]
     if f"{prefix}None" in keys:
         keys = [f"{prefix}None"]

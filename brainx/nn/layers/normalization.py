@@ -80,12 +80,19 @@ def _stats(x, axes, axis_name=None, axis_index_groups=None, use_mean=True, mask=
                                                          axis_index_groups=axis_index_groups)
 
     if not use_mean:
-        var = mean(jnp.square(x))
+        var = mean(_abs_sq(x))
         return jnp.zeros_like(var), var
     mu = mean(x)
     if use_fast_variance:
-        return mu, jnp.maximum(mean(jnp.square(x)) - jnp.square(mu), 0.0)
-    return mu, mean(jnp.square(x - mu))
+        return mu, jnp.maximum(mean(_abs_sq(x)) - _abs_sq(mu), 0.0)
+    return mu, mean(_abs_sq(x - mu))
+
+
+def _abs_sq(x):
+    """``|x|^2`` elementwise (real for a complex ``x``)."""
+    if jnp.iscomplexobj(x):
+        return jnp.square(x.real) + jnp.square(x.imag)
+    return jnp.square(x)
 
 
 def _affine(y, weights: Optional[dict]):

@@ -16,7 +16,7 @@ initialised networks (an ensemble, a parameter sweep) trained or run as one.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from brainx.nn.modules.module import Module
 from brainx.state.state import State
@@ -24,9 +24,47 @@ from brainx.transform.mapping.module_states import vmap2_new_states
 from brainx.transform.mapping.pmap import pmap2, pmap2_new_states
 from brainx.transform.mapping.stateful_mapping import vmap2
 
-__all__ = ["Map"]
+__all__ = ["Map", "MapCaller"]
 
 _BEHAVIORS = ("vmap", "pmap")
+#: a Map's bookkeeping, left out of its repr (brainstate's names and brainx's)
+_REPR_HIDDEN = ("_init", "dict_vmap_states", "_call_state_axes", "_update")
+
+
+class MapCaller:
+    """A function run once per lane: what :meth:`Map.map` returns (and :meth:`Map.update` runs).
+
+    ``fn`` under :func:`~brainx.transform.vmap2` (``behavior='vmap'``) or
+    :func:`~brainx.transform.pmap2` (``'pmap'``), the states ``state_axes``
+    (``{axis: filter}``) selects mapped along their axis, in and out.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from brainx.nn.modules.map_module import MapCaller
+    >>> double = MapCaller(lambda x: x * 2.0, behavior="vmap")
+    >>> double(jnp.arange(3.0)).tolist(), double.behavior
+    ([0.0, 2.0, 4.0], 'vmap')
+    """
+
+    def __init__(self, fn: Callable, behavior: str, in_axes: Any = 0, out_axes: Any = 0,
+                 axis_name: Optional[Any] = None, state_axes: Optional[Dict[int, Any]] = None,
+                 spmd_axis_name: Optional[Any] = None):
+        if behavior not in _BEHAVIORS:
+            raise ValueError(f"Map: behavior must be 'vmap' or 'pmap', got {behavior!r}.")
+        self.fn, self.behavior = fn, behavior
+        self.in_axes, self.out_axes, self.axis_name = in_axes, out_axes, axis_name
+        self.state_axes = state_axes
+        if behavior == "vmap":
+            self.map_fn = vmap2(fn, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
+                                spmd_axis_name=spmd_axis_name,
+                                state_in_axes=state_axes, state_out_axes=state_axes)
+        else:
+            self.map_fn = pmap2(fn, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
+                                state_in_axes=state_axes, state_out_axes=state_axes)
+
+    def __call__(self, *args, **kwargs) -> Any:
+        return self.map_fn(*args, **kwargs)
 
 
 class Map(Module):
@@ -101,8 +139,18 @@ class Map(Module):
         self.behavior = behavior
         #: ``{axis: [states]}`` made by :meth:`init_all_states` (``None`` before).
         self.dict_vmap_states: Optional[Dict[Any, List[State]]] = None
-        self._state_axes: Optional[Dict[int, Any]] = None
-        self._update: Optional[Callable] = None  # the mapped call, kept (its traces are cached)
+        #: whether :meth:`init_all_states` made the copies
+        self._init = False
+        #: ``{axis: filter}`` :meth:`update` maps: the copies, and ``call_state_axes``
+        self._call_state_axes: Optional[Dict[int, Any]] = None
+        self._update: Optional[MapCaller] = None  # the mapped call, kept (its traces are cached)
+
+    def __pretty_repr_item__(self, name: str, value: Any) -> Optional[Tuple[str, Any]]:
+        """As :meth:`Module.__pretty_repr_item__ <brainx.nn.Module.__pretty_repr_item__>`,
+        the bookkeeping (the copies made, the mapped call) left out."""
+        if name in _REPR_HIDDEN:
+            return None
+        return super().__pretty_repr_item__(name, value)
 
     def init_all_states(self, **kwargs) -> None:
         """Make ``init_map_size`` copies of the module's states (its ``init_all_states(**kwargs)``).
@@ -110,11 +158,14 @@ class Map(Module):
         Random draws differ between copies. Calling it again makes new
         copies (the old ones are replaced).
         """
+        if self.behavior not in _BEHAVIORS:
+            raise ValueError(f"Map: behavior must be 'vmap' or 'pmap', got {self.behavior!r}.")
         make = vmap2_new_states if self.behavior == "vmap" else pmap2_new_states
         self.dict_vmap_states = make(self.module, kwargs, state_tag=self.state_tag,
                                      axis_size=self.init_map_size,
                                      state_out_axes=self.init_state_axes)
-        self._state_axes = self._mapped_state_axes(self.call_state_axes)
+        self._call_state_axes = self._mapped_state_axes(self.call_state_axes)
+        self._init = True
         self._update = None
 
     def _mapped_state_axes(self, extra: Optional[Dict[int, Any]]) -> Dict[int, Any]:
@@ -133,25 +184,22 @@ class Map(Module):
                              "(map.init_all_states(**the module's init arguments)).")
 
     def _mapped(self, fn: Callable, in_axes: Any, out_axes: Any, axis_name: Any,
-                state_axes: Dict[int, Any]) -> Callable:
-        if self.behavior == "vmap":
-            return vmap2(fn, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name,
-                         spmd_axis_name=self.spmd_axis_name,
-                         state_in_axes=state_axes, state_out_axes=state_axes)
-        return pmap2(fn, axis_name=axis_name, in_axes=in_axes, out_axes=out_axes,
-                     state_in_axes=state_axes, state_out_axes=state_axes)
+                state_axes: Dict[int, Any]) -> MapCaller:
+        return MapCaller(fn, self.behavior, in_axes=in_axes, out_axes=out_axes,
+                         axis_name=axis_name, state_axes=state_axes,
+                         spmd_axis_name=self.spmd_axis_name if self.behavior == "vmap" else None)
 
     def update(self, *args, **kwargs) -> Any:
         """The module's call, once per copy: ``args`` mapped over ``in_axes``."""
         if self._update is None:
             self._require_copies("update")
             self._update = self._mapped(self.module, self.in_axes, self.out_axes,
-                                        self.axis_name, self._state_axes)
+                                        self.axis_name, self._call_state_axes)
         return self._update(*args, **kwargs)
 
     def map(self, fn: Any, in_axes: Any = 0, out_axes: Any = 0,
             axis_name: Optional[Any] = None,
-            state_axes: Optional[Dict[int, Any]] = None) -> Callable:
+            state_axes: Optional[Dict[int, Any]] = None) -> MapCaller:
         """Another method (its name, or any function) run once per copy.
 
         ``state_axes`` (``{axis: filter}``) maps more states; the copies made
