@@ -338,3 +338,45 @@ def test_retrieve_at_time_with_a_traced_clock_inside_for_loop():
     got = np.asarray(brainx.transform.for_loop(step, jnp.arange(10), jnp.asarray(xs)))
     pad = np.concatenate([np.zeros((2, 1), np.float32), xs])
     np.testing.assert_allclose(got, 0.5 * (pad[1:-1] + pad[:-2]), rtol=1e-5, atol=1e-6)
+
+
+# -- interpolation methods of retrieve_at_time ---------------------------------------------
+@pytest.mark.parametrize("method, exact_for", [("cubic", 2), ("hermite", 2), ("polynomial2", 2),
+                                               ("polynomial3", 3)])
+def test_registered_interpolations_reproduce_the_polynomials_they_fit(method, exact_for):
+    """Each method is exact on the polynomials it fits (Catmull-Rom: up to quadratics); the
+    value between rows is compared with the polynomial itself at that time."""
+    poly = (lambda s: 0.5 * s * s - s + 2.0) if exact_for == 2 else (lambda s: s ** 3 - s)
+    delay = nn.Delay(jnp.zeros(2), time=2.0 * u.ms, interpolation=method)
+    nn.init_all_states(delay)
+    for i in range(25):                          # the value written at step i is poly(i)
+        delay.update(jnp.full(2, poly(float(i))))
+    now = 24 * DT
+    for back in (3.25, 7.5, 12.8):               # steps back, between rows
+        with environ.context(t=now * u.ms):
+            got = delay.retrieve_at_time((now - back * DT) * u.ms)
+        np.testing.assert_allclose(got, np.full(2, poly(24 - back)), rtol=1e-4, atol=1e-4)
+
+
+def test_a_custom_interpolation_by_function_or_registered_name_and_bad_ones():
+    def floor_row(history, indices, float_idx, max_length):   # brainstate's protocol
+        row = (jnp.floor(float_idx).astype(jnp.int32) % max_length,) + indices
+        return jax.tree.map(lambda h: h[row], history)
+
+    nn.InterpolationRegistry.register("floor_for_test", floor_row)
+    assert nn.InterpolationRegistry.get("floor_for_test") is floor_row
+    for how in (floor_row, "floor_for_test"):
+        delay = nn.Delay(jnp.zeros(1) * u.mV, time=2.0 * u.ms, interpolation=how)
+        nn.init_all_states(delay)
+        for i in range(30):
+            delay.update(jnp.full(1, float(i)) * u.mV)
+        with environ.context(t=2.9 * u.ms):        # 29 is now: 4.5 steps back is row 24.5
+            got = delay.retrieve_at_time(2.45 * u.ms)
+        assert u.math.allclose(got, jnp.full(1, 24.0) * u.mV)   # floor of row 24.5, in mV
+        assert delay.register_entry(f"e{id(how)}", 0.25 * u.ms)[0] == 3     # entries round up
+    with pytest.raises(TypeError, match="method name or a function"):
+        nn.Delay(jnp.zeros(1), interpolation=123)
+    with pytest.raises(ValueError, match="'spline' is not a known interpolation method"):
+        nn.Delay(jnp.zeros(1), interpolation="spline")
+    with pytest.raises(ValueError, match="Unknown interpolation method"):
+        nn.InterpolationRegistry.get("spline")

@@ -67,6 +67,7 @@ from brainx.nn.layers.shape_ops import Flatten, Unflatten
 # brain dynamics: neurons, synapses, delays
 from brainx.nn.dynamics.base import Dynamics
 from brainx.nn.dynamics.delay import Delay, DelayAccess, StateWithDelay
+from brainx.nn.dynamics.interpolation import InterpolationRegistry
 from brainx.nn.dynamics.exp_euler import exp_euler_step
 from brainx.nn.dynamics.neuron import ALIF, LIF, LIFRef, Neuron, exp_decay
 from brainx.nn.dynamics.prefetch import (
@@ -134,8 +135,9 @@ __all__ = [
     # spiking models
     "Neuron", "LIF", "LIFRef", "ALIF", "Expon", "exp_decay", "init", "surrogate",
     "Dynamics", "Synapse", "Alpha", "DualExpon", "SynOut", "COBA", "CUBA", "exp_euler_step",
-    "Delay", "DelayAccess", "StateWithDelay", "Prefetch", "PrefetchDelay", "PrefetchDelayAt",
-    "OutputDelayAt", "init_maybe_prefetch", "receive_update_input", "not_receive_update_input",
+    "Delay", "DelayAccess", "StateWithDelay", "InterpolationRegistry", "Prefetch",
+    "PrefetchDelay", "PrefetchDelayAt", "OutputDelayAt", "init_maybe_prefetch",
+    "receive_update_input", "not_receive_update_input",
     "receive_update_output", "not_receive_update_output", "hooks",
     "FixedNumConn", "EventFixedNumConn", "EventFixedProb", "EventFixedProbGroup", "EventLinear",
     "SparseLinear",

@@ -54,6 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from brainx import environ
+from brainx.nn.dynamics.interpolation import InterpolationRegistry
 from brainx.nn.modules.collective import call_order
 from brainx.nn.modules.module import Module
 from brainx.state.state import DelayState, ShortTermState, State
@@ -62,7 +63,7 @@ from brainx.transform import jit_error_if
 __all__ = ["Delay", "DelayAccess", "StateWithDelay", "delay_steps", "snap_to_whole"]
 
 _INTERPOLATIONS = {None: None, "nearest": "nearest", "round": "nearest", "linear": "linear",
-                   "linear_interp": "linear"}
+                   "linear_interp": "linear"}   # the reads built into Delay; others: the registry
 #: a step ratio within this distance of a whole number ``n``, relative to ``max(1, n)``, is
 #: ``n``: it absorbs float round-off (``0.07 / 0.01 == 7.000000000000001``, a float32 time's
 #: ``9.000001``) and nothing a user would mean as a fraction (brainstate 0.6's rule)
@@ -178,11 +179,17 @@ class Delay(Module):
         The value before anything was written (default: zeros).
     entries : dict, optional
         ``{name: time}`` or ``{name: (time, *indices)}`` to register now.
-    interpolation : {None, "nearest", "linear"}
+    interpolation : None, str or callable
         How a delay that is not a whole number of steps is read: ``None``
         rounds it up (brainstate's rule), ``"nearest"`` to the nearest step,
         ``"linear"`` interpolates between the two steps around it.
-        :meth:`retrieve_at_time` interpolates linearly unless ``"nearest"``.
+        :meth:`retrieve_at_time` interpolates linearly unless ``"nearest"``,
+        or with another method: a name in
+        :class:`~brainx.nn.InterpolationRegistry` (``"cubic"``, ``"hermite"``,
+        ``"polynomial2"``, ``"polynomial3"``, or one registered there) or a
+        function ``fn(history, indices, float_idx, max_length)`` (see
+        :mod:`brainx.nn.dynamics.interpolation`); registered entries then round
+        up, as with ``None``.
     take_aware_unit : bool
         Learn the unit from the first written value when ``target_info`` has none.
     update_every : time, optional
@@ -193,8 +200,9 @@ class Delay(Module):
     delay_method : {"rotation", "concat", None}
         brainstate's older argument, accepted for its tutorials: both kinds
         are the same ring buffer (brainstate 0.5.4 also always rotates).
-    interp_method : {"linear_interp", "round", "linear", "nearest"}
-        brainstate's older argument: how :meth:`retrieve_at_time` reads
+    interp_method : str
+        brainstate's older argument (``"linear_interp"``, ``"round"``, or any
+        name ``interpolation`` takes): how :meth:`retrieve_at_time` reads
         between steps when ``interpolation`` is ``None`` (registered entries
         still round up, as in brainstate).
 
@@ -222,15 +230,10 @@ class Delay(Module):
         if delay_method not in (None, "rotation", "concat"):
             raise ValueError(f"Delay: delay_method must be 'rotation' or 'concat' (both are the same "
                              f"ring buffer), got {delay_method!r}.")
-        for arg, value in (("interpolation", interpolation), ("interp_method", interp_method)):
-            if value not in _INTERPOLATIONS:
-                raise ValueError(f"Delay: {arg} must be one of "
-                                 f"{sorted(k for k in _INTERPOLATIONS if k)} or None, got "
-                                 f"{value!r} (cubic and spline interpolations are not provided).")
         self.delay_method = "rotation"
-        self.interpolation = _INTERPOLATIONS[interpolation]
+        self.interpolation = _method(interpolation, "interpolation")
         # how retrieve_at_time reads between steps: the interpolation, else brainstate's interp_method
-        self.interp_method = self.interpolation or _INTERPOLATIONS[interp_method] or "linear"
+        self.interp_method = self.interpolation or _method(interp_method, "interp_method") or "linear"
         self._registered_entries: Dict[str, Optional[Tuple]] = {}   # brainstate's view: name -> steps
         self.take_aware_unit = take_aware_unit
         self._init = init
@@ -424,7 +427,8 @@ class Delay(Module):
 
         Between two steps it interpolates linearly, or takes the nearest step
         when ``interpolation`` (or, without it, ``interp_method``) is ``"nearest"``
-        / ``"round"``.
+        / ``"round"``, or reads with the method named or given there (``"cubic"``, a
+        function; see :mod:`brainx.nn.dynamics.interpolation`).
         """
         now = environ.get(environ.T, desc="the current time, which retrieve_at_time reads back from")
         spacing = environ.get_dt() if self.update_every is None else self.update_every
@@ -432,11 +436,31 @@ class Delay(Module):
         steps = steps.to_decimal(u.UNITLESS) if isinstance(steps, u.Quantity) else jnp.asarray(steps)
         if self.interp_method == "nearest":
             return self.retrieve_at_step(jnp.round(steps).astype(jnp.int32), *indices)
+        if self.interp_method != "linear":
+            return self._interpolate(self.interp_method, steps, indices)
         lo, hi = jnp.floor(steps), jnp.ceil(steps)
         weight = steps - lo
         before = self.retrieve_at_step(lo.astype(jnp.int32), *indices)
         after = self.retrieve_at_step(hi.astype(jnp.int32), *indices)
         return jax.tree.map(lambda a, b: a * (1 - weight) + b * weight, before, after)
+
+    def _interpolate(self, method: Any, steps: Any, indices: Tuple) -> Any:
+        """Read ``steps`` (fractional) back with a registry method or a function of its protocol."""
+        self._require()
+        fn = InterpolationRegistry.get(method) if isinstance(method, str) else method
+        self._check_steps(jnp.floor(steps).astype(jnp.int32))
+        self._check_steps(jnp.ceil(steps).astype(jnp.int32))
+        latest = (self.write_ptr.value - 1) // self.update_every_step
+        float_row = latest - steps
+        history, length = self.history.value, self._buffer_length
+        if self._batched and (indices or jnp.ndim(float_row)):
+            values = jax.vmap(lambda h: fn(h, tuple(indices), float_row, length),
+                              in_axes=1)(history)
+        else:
+            values = fn(history, tuple(indices), float_row, length)
+        leaves = self._treedef.flatten_up_to(values)
+        return self._treedef.unflatten([v if unit is None else u.maybe_decimal(u.Quantity(v, unit=unit))
+                                        for v, unit in zip(leaves, self._units)])
 
     def _check_steps(self, delay_step) -> None:
         try:
@@ -453,6 +477,24 @@ class Delay(Module):
     def __repr__(self) -> str:
         label = f"name={self.name!r}, " if self.name else ""
         return f"{type(self).__name__}({label}max_length={self.max_length})"
+
+
+def _method(value: Any, arg: str) -> Any:
+    """``None``, ``"nearest"`` or ``"linear"`` (the reads built in), or a registered method's
+    name or a function; ``ValueError`` for an unknown name, ``TypeError`` for anything else."""
+    if isinstance(value, str) or value is None:
+        if value in _INTERPOLATIONS:
+            return _INTERPOLATIONS[value]
+        try:
+            InterpolationRegistry.get(value)
+        except ValueError as e:
+            raise ValueError(f"Delay: {arg}={value!r} is not a known interpolation method. "
+                             f"{e}") from None
+        return value
+    if callable(value):
+        return value
+    raise TypeError(f"Delay: {arg} must be None, a method name or a function "
+                    f"fn(history, indices, float_idx, max_length), got {value!r}.")
 
 
 def _as_index(rows: np.ndarray):
