@@ -10,9 +10,8 @@ brainstate name                   brainx
 ================================  ===================================================
 ``_get_delay(time, dt)``          :func:`brainx.nn.dynamics.delay.delay_steps` (a
                                   time to whole steps; brainstate 0.6's rounding)
-``_nearest_interpolation``,       the ``"nearest"`` and ``"linear"`` reads of
-``_linear_interpolation``         :meth:`brainx.nn.Delay.retrieve_at_time`, as
-                                  brainstate's interpolation functions
+``_nearest_interpolation``,       :func:`brainx.nn.dynamics.interpolation.nearest` and
+``_linear_interpolation``         :func:`~brainx.nn.dynamics.interpolation.linear`
 ``_get_prefetch_item``            the attribute a :class:`~brainx.nn.Prefetch` reads
 ``_get_prefetch_item_delay``      the delay buffer a :class:`~brainx.nn.PrefetchDelay`
                                   reads (registered with any ``update_every``)
@@ -45,6 +44,7 @@ import jax.numpy as jnp
 from brainx import environ
 from brainx.compat.private import public_fallback
 from brainx.nn.dynamics.base import Dynamics
+from brainx.nn.dynamics import interpolation
 from brainx.nn.dynamics.delay import StateWithDelay, delay_steps
 from brainx.nn.dynamics.prefetch import (
     _item, _registered_delay, output_delay_key, prefetch_delay_key)
@@ -73,23 +73,8 @@ def _get_delay(delay_time: Any, dt: Any) -> Tuple[Any, Any]:
     return delay_time, jnp.asarray(delay_steps(delay_time, dt), environ.ditype())
 
 
-def _rows(history: Any, indices: Tuple, row: Any) -> Any:
-    index = (row,) + tuple(indices)
-    return jax.tree.map(lambda h: h[index], history)
-
-
-def _nearest_interpolation(history: Any, indices: Tuple, float_idx: Any, max_length: int) -> Any:
-    """The row nearest to the fractional row ``float_idx`` of the ring buffer ``history``."""
-    return _rows(history, indices, jnp.round(float_idx).astype(jnp.int32) % max_length)
-
-
-def _linear_interpolation(history: Any, indices: Tuple, float_idx: Any, max_length: int) -> Any:
-    """The two rows around the fractional row ``float_idx``, mixed linearly."""
-    lo = jnp.floor(float_idx)
-    weight = float_idx - lo
-    before = _rows(history, indices, lo.astype(jnp.int32) % max_length)
-    after = _rows(history, indices, jnp.ceil(float_idx).astype(jnp.int32) % max_length)
-    return jax.tree.map(lambda a, b: a * (1 - weight) + b * weight, before, after)
+_nearest_interpolation = interpolation.nearest
+_linear_interpolation = interpolation.linear
 
 
 # -- nn._dynamics --------------------------------------------------------------------------
