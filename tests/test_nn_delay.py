@@ -70,7 +70,7 @@ def test_times_become_steps_robustly_and_buffers_grow_with_entries():
 
 def test_step_ratios_whole_up_to_round_off_are_whole_and_others_round_up():
     """brainstate 0.6's rule: within 1e-6 * max(1, n) of a whole n is n, else the ceiling."""
-    from brainx.nn.dynamics.delay import delay_steps
+    from brainx.nn.dynamics.delay_steps import delay_steps
     for k in (1, 3, 7, 9, 29, 57, 99, 113):          # k * 0.01 / 0.01 is k up to round-off
         assert int(delay_steps(k * 0.01, 0.01)) == k, k
     assert 0.07 / 0.01 > 7 and int(np.ceil(0.07 / 0.01)) == 8   # what a bare ceiling gives
@@ -380,3 +380,28 @@ def test_a_custom_interpolation_by_function_or_registered_name_and_bad_ones():
         nn.Delay(jnp.zeros(1), interpolation="spline")
     with pytest.raises(ValueError, match="Unknown interpolation method"):
         nn.InterpolationRegistry.get("spline")
+
+
+def test_init_forms_and_reads_of_the_future():
+    """An initialiser taking ``dtype`` gets it (brainstate's ``init(shape, dtype)``), one taking
+    the shape alone works too; anything else is refused; a time after now is an error."""
+    seen = []
+
+    def with_dtype(shape, dtype):
+        seen.append((shape, dtype))
+        return jnp.full(shape, 7.0, dtype)
+
+    delay = nn.Delay(jnp.zeros(2, jnp.float32), time=0.2 * u.ms, init=with_dtype)
+    nn.init_all_states(delay)
+    assert seen == [((3, 2), jnp.float32)]
+    np.testing.assert_array_equal(delay.history.value, np.full((3, 2), 7.0))
+    shape_only = nn.init_all_states(nn.Delay(jnp.zeros(2), time=0.1 * u.ms,
+                                             init=nn.init.Constant(3.0)))
+    np.testing.assert_array_equal(shape_only.history.value, np.full((2, 2), 3.0))
+    with pytest.raises(TypeError, match="init must be None, a number"):
+        nn.Delay(jnp.zeros(2), time=0.1 * u.ms, init="not-valid")
+    with environ.context(t=1.0 * u.ms):
+        assert delay.retrieve_at_time(1.0 * u.ms).shape == (2,)        # now: the latest
+        for ahead in (0.1, 0.01):
+            with pytest.raises(ValueError, match="after the current time"):
+                delay.retrieve_at_time((1.0 + ahead) * u.ms)

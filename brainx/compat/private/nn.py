@@ -8,7 +8,7 @@ brainstate's tests import:
 ================================  ===================================================
 brainstate name                   brainx
 ================================  ===================================================
-``_get_delay(time, dt)``          :func:`brainx.nn.dynamics.delay.delay_steps` (a
+``_get_delay(time, dt)``          :func:`brainx.nn.dynamics.delay_steps.delay_steps` (a
                                   time to whole steps; brainstate 0.6's rounding)
 ``_nearest_interpolation``,       :func:`brainx.nn.dynamics.interpolation.nearest` and
 ``_linear_interpolation``         :func:`~brainx.nn.dynamics.interpolation.linear`
@@ -45,7 +45,8 @@ from brainx import environ
 from brainx.compat.private import public_fallback
 from brainx.nn.dynamics.base import Dynamics
 from brainx.nn.dynamics import interpolation
-from brainx.nn.dynamics.delay import StateWithDelay, delay_steps
+from brainx.nn.dynamics.delay import StateWithDelay
+from brainx.nn.dynamics.delay_steps import delay_steps
 from brainx.nn.dynamics.prefetch import (
     _item, _registered_delay, output_delay_key, prefetch_delay_key)
 from brainx.nn.layers.normalization import _abs_sq, _stats

@@ -31,7 +31,7 @@ A time ``t`` becomes ``t / dt`` steps (``dt`` from :mod:`brainx.environ`),
 rounded up to a whole step unless the delay interpolates; a ratio whole up to
 float round-off (within ``1e-6 * max(1, n)`` of a whole number ``n``) counts as
 whole: ``1.5 ms / 0.1 ms`` is 15 steps, as is a float32 time's ``15.000001``
-(:func:`delay_steps`, brainstate 0.6's rule).
+(:func:`~brainx.nn.dynamics.delay_steps.delay_steps`, brainstate 0.6's rule).
 
 ``Delay(..., update_every=T)`` records one value per period ``T`` instead of
 one per step, so a long delay needs ``T / dt`` times fewer rows. ``T`` is
@@ -45,8 +45,9 @@ apart: delay times are divided by ``T``, not ``dt``, and step ``d`` of
 
 from __future__ import annotations
 
+import inspect
 import warnings
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import brainunit as u
 import jax
@@ -54,114 +55,22 @@ import jax.numpy as jnp
 import numpy as np
 
 from brainx import environ
+from brainx.nn.dynamics.delay_steps import _period_steps, _steps, snap_traced
 from brainx.nn.dynamics.interpolation import InterpolationRegistry
 from brainx.nn.modules.collective import call_order
 from brainx.nn.modules.module import Module
 from brainx.state.state import DelayState, ShortTermState, State
 from brainx.transform import jit_error_if
 
-__all__ = ["Delay", "DelayAccess", "StateWithDelay", "delay_steps", "snap_to_whole"]
+__all__ = ["Delay", "DelayAccess", "StateWithDelay"]
 
 _INTERPOLATIONS = {None: None, "nearest": "nearest", "round": "nearest", "linear": "linear",
                    "linear_interp": "linear"}   # the reads built into Delay; others: the registry
-#: a step ratio within this distance of a whole number ``n``, relative to ``max(1, n)``, is
-#: ``n``: it absorbs float round-off (``0.07 / 0.01 == 7.000000000000001``, a float32 time's
-#: ``9.000001``) and nothing a user would mean as a fraction (brainstate 0.6's rule)
-_STEP_RTOL = 1e-6
-
-
 class _Entry(NamedTuple):
     """A registered read: rows ``lo`` and ``lo + 1`` mixed by ``weight`` (``None``: row ``lo``)."""
     lo: Any
     weight: Any
     indices: Tuple
-
-
-def snap_to_whole(ratio: Any) -> np.ndarray:
-    """``ratio`` (steps, as floats) with each ratio that is whole up to float round-off made whole.
-
-    A ratio within ``1e-6 * max(1, n)`` of a whole number ``n`` becomes ``n``; any
-    other keeps its fraction (which :func:`delay_steps` then rounds up).
-
-    Examples
-    --------
-    >>> from brainx.nn.dynamics.delay import snap_to_whole
-    >>> snap_to_whole([0.07 / 0.01, 2.5]).tolist()
-    [7.0, 2.5]
-    """
-    ratio = np.asarray(ratio, dtype=np.float64)
-    nearest = np.round(ratio)
-    whole = np.abs(ratio - nearest) <= _STEP_RTOL * np.maximum(1.0, np.abs(nearest))
-    return np.where(whole, nearest, ratio)
-
-
-def _ratio(time: Any, spacing: Any, owner: str) -> np.ndarray:
-    """``time / spacing`` as a NumPy float array (checked: concrete, finite, >= 0)."""
-    try:
-        ratio = time / spacing
-        if isinstance(ratio, u.Quantity):
-            ratio = ratio.to_decimal(u.UNITLESS)
-        ratio = np.asarray(ratio, dtype=np.float64)
-    except u.UnitMismatchError as e:
-        raise u.UnitMismatchError(f"{owner}: the delay time {time!r} and the row spacing "
-                                  f"{spacing!r} (dt, or update_every) must have "
-                                  "the same dimension (give times in units of time when dt has "
-                                  "them).") from e
-    except jax.errors.TracerArrayConversionError as e:
-        raise TypeError(f"{owner}: a registered delay time must be concrete, got a traced value; "
-                        "register delays outside the compiled function, or read with "
-                        "retrieve_at_step(steps) there.") from e
-    if np.any(ratio < 0) or not np.all(np.isfinite(ratio)):
-        raise ValueError(f"{owner}: delay times must be finite and non-negative, got {time!r}.")
-    return ratio
-
-
-def delay_steps(time: Any, spacing: Any) -> np.ndarray:
-    """The whole number of rows (of ``spacing``, usually ``dt``) a delay of ``time`` reaches back.
-
-    ``time / spacing``, rounded up, except that a ratio whole up to float round-off
-    is that whole number (see :func:`snap_to_whole`); an integer array of the
-    shape of ``time``. Times and ``spacing`` are numbers or Quantities of one
-    dimension; a negative, infinite or traced time is an error.
-
-    Examples
-    --------
-    >>> import brainunit as u
-    >>> from brainx.nn.dynamics.delay import delay_steps
-    >>> int(delay_steps(0.07, 0.01)), int(delay_steps(0.25, 0.1))
-    (7, 3)
-    >>> delay_steps([0.05, 0.1, 0.11] * u.ms, 0.1 * u.ms).tolist()
-    [1, 1, 2]
-    """
-    return np.ceil(snap_to_whole(_ratio(time, spacing, "delay_steps"))).astype(np.int64)
-
-
-def _steps(delay: "Delay", time: Any) -> np.ndarray:
-    """``time / spacing`` (``dt``, or ``update_every``) as floats, whole ratios snapped."""
-    dt = environ.get_dt() if delay.update_every is None else delay.update_every
-    return snap_to_whole(_ratio(time, dt, repr(delay)))
-
-
-def _period_steps(update_every: Any) -> int:
-    """``update_every / dt`` as a whole number of steps (at least 1; warns when it is rounded)."""
-    dt = environ.get_dt()
-    try:
-        ratio = update_every / dt
-        ratio = float(ratio.to_decimal(u.UNITLESS) if isinstance(ratio, u.Quantity) else ratio)
-    except u.UnitMismatchError as e:
-        raise u.UnitMismatchError(f"Delay: update_every={update_every!r} and dt = {dt!r} must have "
-                                  "the same dimension.") from e
-    except (TypeError, jax.errors.ConcretizationTypeError) as e:
-        raise TypeError(f"Delay: update_every must be a concrete time (a number or a Quantity), "
-                        f"got {update_every!r}.") from e
-    if not np.isfinite(ratio) or snap_to_whole(ratio) < 1:
-        raise ValueError(f"Delay: update_every must be at least dt = {dt!r}, got {update_every!r}.")
-    steps = int(round(ratio))
-    if abs(ratio - steps) > _STEP_RTOL * max(1.0, abs(ratio)):
-        warnings.warn(f"Delay: update_every={update_every!r} is not a whole number of steps of "
-                      f"dt = {dt!r}; the buffer is written every {steps} steps.", UserWarning,
-                      stacklevel=4)
-    return steps
 
 
 class Delay(Module):
@@ -176,7 +85,9 @@ class Delay(Module):
     time : time, optional
         A delay to make room for (the buffer grows with each registered entry).
     init : number, array, Quantity or initialiser, optional
-        The value before anything was written (default: zeros).
+        The value before anything was written (default: zeros). An initialiser
+        is called with the buffer's shape (and ``dtype=`` when it takes one, as
+        brainstate's ``init(shape, dtype)``); anything else is a ``TypeError``.
     entries : dict, optional
         ``{name: time}`` or ``{name: (time, *indices)}`` to register now.
     interpolation : None, str or callable
@@ -230,13 +141,17 @@ class Delay(Module):
         if delay_method not in (None, "rotation", "concat"):
             raise ValueError(f"Delay: delay_method must be 'rotation' or 'concat' (both are the same "
                              f"ring buffer), got {delay_method!r}.")
+        if delay_method == "concat":
+            warnings.warn("Delay: delay_method='concat' is deprecated and does nothing: every delay "
+                          "is one ring buffer (as in brainstate 0.6). Leave the argument out.",
+                          DeprecationWarning, stacklevel=2)
         self.delay_method = "rotation"
         self.interpolation = _method(interpolation, "interpolation")
         # how retrieve_at_time reads between steps: the interpolation, else brainstate's interp_method
         self.interp_method = self.interpolation or _method(interp_method, "interp_method") or "linear"
         self._registered_entries: Dict[str, Optional[Tuple]] = {}   # brainstate's view: name -> steps
         self.take_aware_unit = take_aware_unit
-        self._init = init
+        self._init = _checked_init(init)
         self._entries: Dict[str, _Entry] = {}
         self._buffer_length: Optional[int] = None      # rows of the built buffer
         self.max_length = 1
@@ -319,7 +234,7 @@ class Delay(Module):
         if init is None:
             return jnp.zeros(shape, spec.dtype)
         if callable(init) and not isinstance(init, (u.Quantity, jax.Array, np.ndarray)):
-            init = init(shape)
+            init = init(shape, dtype=spec.dtype) if _takes_dtype(init) else init(shape)
         value = _to_unit(self, init, unit, "its init")
         try:
             return jnp.broadcast_to(jnp.asarray(value, spec.dtype), shape)
@@ -434,7 +349,16 @@ class Delay(Module):
         spacing = environ.get_dt() if self.update_every is None else self.update_every
         steps = (now - delay_time) / spacing
         steps = steps.to_decimal(u.UNITLESS) if isinstance(steps, u.Quantity) else jnp.asarray(steps)
+        steps = snap_traced(steps)      # a time a step's round-off after now is now
+        try:
+            future = bool(np.any(np.asarray(steps) < 0))
+        except jax.errors.TracerArrayConversionError:
+            future = False              # traced: the steps' check below, under jit_error_check
+        if future:
+            raise ValueError(f"{self!r}: retrieve_at_time({delay_time!r}) asks for a time after the "
+                             f"current time t = {now!r}; a delay reads the past only.")
         if self.interp_method == "nearest":
+            self._check_steps(jnp.floor(steps).astype(jnp.int32))
             return self.retrieve_at_step(jnp.round(steps).astype(jnp.int32), *indices)
         if self.interp_method != "linear":
             return self._interpolate(self.interp_method, steps, indices)
@@ -495,6 +419,29 @@ def _method(value: Any, arg: str) -> Any:
         return value
     raise TypeError(f"Delay: {arg} must be None, a method name or a function "
                     f"fn(history, indices, float_idx, max_length), got {value!r}.")
+
+
+def _checked_init(init: Any) -> Any:
+    """``init`` if it can fill a buffer (None, a number, an array or Quantity, an initialiser)."""
+    if init is None or callable(init) or isinstance(init, (u.Quantity, jax.Array, np.ndarray)):
+        return init
+    try:
+        numeric = np.asarray(init).dtype.kind in "biuf"
+    except (TypeError, ValueError):
+        numeric = False
+    if not numeric:
+        raise TypeError(f"Delay: init must be None, a number, an array, a Quantity or an "
+                        f"initialiser (a function of the shape), got {init!r}.")
+    return init
+
+
+def _takes_dtype(init: Callable) -> bool:
+    """Whether the initialiser ``init`` takes a ``dtype`` keyword (brainstate's ``init(shape, dtype)``)."""
+    try:
+        params = inspect.signature(init).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "dtype" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def _as_index(rows: np.ndarray):
