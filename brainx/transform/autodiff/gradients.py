@@ -27,8 +27,9 @@ import numpy as np
 
 from brainx.transform.core.arguments import no_function
 from brainx.errors import ArgnumsError
+from brainx.graph.node import Node
 from brainx.lanes import current_trace, owned_traces
-from brainx.state.state import State
+from brainx.state.state import ParamState, State
 from brainx.transform.control.carry_check import describe_type
 from brainx.transform.control.nan_debug import debug_nan_if, has_nan_or_inf
 from brainx.state.lending import transform_call
@@ -72,6 +73,34 @@ def _check_argnums(argnums, name: str) -> Tuple[int, ...]:
     return argnums
 
 
+def _is_module(x) -> bool:
+    """A module (a graph node that lists its states), which ``grad_states`` takes as its params."""
+    return isinstance(x, Node) and callable(getattr(x, "states", None))
+
+
+def _is_state_or_module(x) -> bool:
+    return isinstance(x, State) or _is_module(x)
+
+
+def _module_params(module, name: str):
+    """``module.states(ParamState)``: the parameters ``grad_states=module`` differentiates."""
+    params = module.states(ParamState)
+    if not params:
+        raise ValueError(f"{name}: grad_states={type(module).__name__} (a module) means its "
+                         f"ParamStates, and it has none. Pass the states to differentiate, e.g. "
+                         f"grad_states=module.states(brainx.ShortTermState).")
+    return params
+
+
+def _no_argument_error(name: str) -> ArgnumsError:
+    return ArgnumsError(
+        f"{name}: nothing to differentiate. Without grad_states the gradient is taken with "
+        f"respect to positional argument 0 (argnums=0), and the function was called with no "
+        f"positional argument. Pass grad_states=... (a State, a list or dict of States, or a "
+        f"module for its ParamStates: grad_states=net means net.states(brainx.ParamState)), or "
+        f"call it with the argument to differentiate.")
+
+
 def _resolve_argnums(argnums: Tuple[int, ...], n_args: int, name: str) -> Tuple[int, ...]:
     """``argnums`` for a call with ``n_args`` positional arguments: negatives counted from the end."""
     resolved = tuple(n + n_args if n < 0 else n for n in argnums)
@@ -103,18 +132,24 @@ class StateDifferentiation:
         self._quantity_output = False
         self._name = f"{name}({getattr(fun, '__name__', 'fun')})"
 
+        if _is_module(grad_states):  # a module: its parameters, as flax's grad(loss)(model)
+            grad_states = _module_params(grad_states, self._name)
         if isinstance(grad_states, dict):  # as brainstate: a FlattedDict's grads are a plain dict
             grad_states = dict(grad_states)
-        leaves, self._grad_tree = jax.tree.flatten(grad_states, is_leaf=_is_state)
+        leaves, self._grad_tree = jax.tree.flatten(grad_states, is_leaf=_is_state_or_module)
         for leaf in leaves:
             if not isinstance(leaf, State):
                 raise TypeError(f"{self._name}: grad_states must be a State, a sequence or a dict "
-                                f"of States; found {leaf!r}.")
+                                f"of States, or a module; found {leaf!r}"
+                                + (" in a container: pass the module itself, or its "
+                                   "module.states(brainx.ParamState)." if _is_module(leaf) else "."))
         if len(set(map(id, leaves))) != len(leaves):
             raise ValueError(f"{self._name}: grad_states lists a state twice.")
         self._grad_states: Tuple[State, ...] = tuple(leaves)
         self._has_states = grad_states is not None
-        if argnums is None and not self._has_states:
+        # neither grad_states nor argnums: differentiate argument 0 (a call without one says so)
+        self._argnums_defaulted = argnums is None and not self._has_states
+        if self._argnums_defaulted:
             argnums = 0
         self._single_arg = _is_index(argnums)
         self._argnums: Tuple[int, ...] = _check_argnums(argnums, self._name)
@@ -122,6 +157,12 @@ class StateDifferentiation:
         # states: the function may branch on the others in Python, as under jax.grad.
         self.stateful = StatefulFunction(fun, name=self._name, traced_argnums=self._argnums)
         self.stateful.state_argument_hint = "To differentiate a state, give it in grad_states. "
+
+    def _call_argnums(self, args: tuple) -> Tuple[int, ...]:
+        """The differentiated positions for a call with ``args``, checked."""
+        if self._argnums_defaulted and not args:
+            raise _no_argument_error(self._name)
+        return _resolve_argnums(self._argnums, len(args), self._name)
 
     def _grad_positions(self, sig: StateSignature, key, args, kwargs):
         """Where each grad state sits in ``sig.states`` (``None``: never read)."""
@@ -141,7 +182,7 @@ class StateDifferentiation:
     def prepare(self, sig: StateSignature, key, args: tuple, kwargs: dict):
         """``(sig, f, primals)``: ``f(*primals) -> (y, (y, aux, written_values))``."""
         # (a State among the arguments was refused when the function was traced)
-        argnums = _resolve_argnums(self._argnums, len(args), self._name)
+        argnums = self._call_argnums(args)
         sig, positions = self._grad_positions(sig, key, args, kwargs)
         values = read_state_values(sig.states)
         pure = self.stateful.pure(sig, key)
@@ -175,7 +216,7 @@ class StateDifferentiation:
         """
         if any(isinstance(x, State) for x in jax.tree.leaves((args, kwargs))):
             refuse_state_arguments(args, kwargs, self._name, self.stateful.state_argument_hint)
-        argnums = _resolve_argnums(self._argnums, len(args), self._name)
+        argnums = self._call_argnums(args)
         grad_states, fun, name, runs = self._grad_states, self.stateful.fun, self._name, []
         outer = current_trace()
 
@@ -413,13 +454,17 @@ def grad(fun: Optional[Callable] = None, grad_states=None, argnums=None,
     fun : callable, optional
         Returns a scalar (and an auxiliary value if ``has_aux``). Without it,
         ``grad(grad_states=..., ...)`` returns a decorator.
-    grad_states : State, sequence or dict of States, optional
+    grad_states : State, sequence or dict of States, or a module, optional
         The states to differentiate with respect to; their gradients come back
         in the same structure. Each must be read by the function (an error
-        otherwise, unless ``check_states=False``).
+        otherwise, unless ``check_states=False``). A module (``grad_states=net``)
+        means its parameters, ``net.states(brainx.ParamState)``: the gradients
+        are a dict keyed by each parameter's path, as optimisers take them.
     argnums : int or sequence of int, optional
         Positional arguments to differentiate. Default: ``0`` when no
-        ``grad_states`` are given, none otherwise.
+        ``grad_states`` are given (calling with no argument is then an
+        :class:`~brainx.errors.ArgnumsError` that says to pass ``grad_states``),
+        none otherwise.
     has_aux : bool
         ``fun`` returns ``(value, aux)``.
     return_value : bool
@@ -455,6 +500,14 @@ def grad(fun: Optional[Callable] = None, grad_states=None, argnums=None,
     >>> g, value = brainx.transform.grad(loss, w, return_value=True)(jnp.ones(2))
     >>> g.tolist(), float(value), float(calls.value)
     ([6.0, 6.0], 9.0, 1.0)
+
+    A module's parameters:
+
+    >>> net = brainx.nn.Linear(2, 1)
+    >>> grads = brainx.transform.grad(lambda x: net(x).sum(), grad_states=net)(jnp.ones(2))
+    >>> g = grads[("weight",)]               # keyed by path, as net.states() keys them
+    >>> g["weight"].tolist(), g["bias"].tolist()
+    ([[1.0], [1.0]], [1.0])
     """
     return _make(fun, jax.grad, u.autograd.grad, "grad", grad_states, argnums, has_aux,
                  return_value, unit_aware, check_states, debug_nan, holomorphic=holomorphic,

@@ -17,6 +17,7 @@ from brainx.transform.core.bound import bind_to_instance
 from brainx.transform.core.jaxpr_builder import jit_disabled
 from brainx.transform.compiled.fast_call import make_fast_call
 from brainx.transform.compiled.jit_entry import InstanceSharing, JitEntry
+from brainx.transform.compiled.static_hint import CONCRETIZATION_ERRORS, add_static_hint
 from brainx.transform.core.stateful import (
     StatefulFunction, normalize_argnums, run_with_rediscovery, write_state_values,
 )
@@ -77,6 +78,14 @@ class JittedFunction:
 
     # -- cache ----------------------------------------------------------------
     def _trace(self, key, dyn_args: tuple, dyn_kwargs: dict) -> JitEntry:
+        """:meth:`_trace_new`, with a hint on JAX's error for a Python branch on a traced value."""
+        try:
+            return self._trace_new(key, dyn_args, dyn_kwargs)
+        except CONCRETIZATION_ERRORS as e:
+            add_static_hint(e, "jit", self.fun, self._static_argnums, self._static_argnames)
+            raise
+
+    def _trace_new(self, key, dyn_args: tuple, dyn_kwargs: dict) -> JitEntry:
         """Trace the function for these arguments and file the trace under ``key``.
 
         The trace joins the current entry when that entry is valid and has

@@ -7,6 +7,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import jax
 
+from brainx.transform.compiled.static_hint import CONCRETIZATION_ERRORS, add_static_hint
 from brainx.transform.core.arguments import no_function
 from brainx.transform.core.bound import bind_to_instance
 from brainx.transform.core.stateful import StatefulFunction, read_state_values, write_state_values
@@ -33,7 +34,11 @@ class CheckpointedFunction:
     def __call__(self, *args, **kwargs):
         if jax.config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        return self.stateful.call(self._run, args, kwargs)
+        try:
+            return self.stateful.call(self._run, args, kwargs)
+        except CONCRETIZATION_ERRORS as e:  # a Python branch on a traced value: say what to do
+            add_static_hint(e, "checkpoint", self.fun, self._static_argnums, self._static_argnames)
+            raise
 
     def _run(self, sig, key, dyn_args, dyn_kwargs):
         # A fresh pure closure per call: jax.checkpoint caches traces by function,

@@ -1,0 +1,77 @@
+"""A hint on JAX's concretization errors: which arguments to make static, or how to branch on data.
+
+A Python ``if`` (or ``while``, ``and``, ``bool()``, ``int()``, ``range()``) on a traced value
+inside ``transform.jit`` or ``transform.checkpoint`` raises JAX's
+:class:`jax.errors.TracerBoolConversionError` (or another
+:class:`~jax.errors.ConcretizationTypeError`, or :class:`~jax.errors.TracerIntegerConversionError`),
+whose message speaks of brainx's internal ``arrays``. :func:`add_static_hint` appends what to do
+to that exception's message in place, so it is still JAX's exception, caught as before.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable, Sequence
+
+import jax
+
+__all__ = ["CONCRETIZATION_ERRORS", "add_static_hint"]
+
+#: the exceptions JAX raises when Python needs the value of a tracer
+CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError,
+                         jax.errors.TracerIntegerConversionError)
+
+_MARK = "brainx: "
+
+
+def _traced_names(fun: Callable, static_argnums: Sequence[int],
+                  static_argnames: Sequence[str]) -> list:
+    """The names of ``fun``'s parameters that are traced (not static), or ``[]`` if unknown."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    names = []
+    for i, p in enumerate(params):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            names.append(("*" if p.kind is p.VAR_POSITIONAL else "**") + p.name)
+        elif i not in static_argnums and p.name not in static_argnames:
+            names.append(p.name)
+    return names
+
+
+def add_static_hint(error: BaseException, transform: str, fun: Callable,
+                    static_argnums: Sequence[int] = (), static_argnames: Sequence[str] = ()) -> None:
+    """Append to ``error``'s message how to make an argument static or branch on data.
+
+    ``transform`` is ``"jit"`` or ``"checkpoint"``; ``static_argnums`` and ``static_argnames``
+    are those already given. An error that already carries a hint (an inner transform added
+    it) is left as it is.
+
+    Examples
+    --------
+    >>> import jax, jax.numpy as jnp, brainx
+    >>> @brainx.transform.jit
+    ... def relu(x):
+    ...     return x if x > 0 else 0.0
+    >>> try:
+    ...     relu(jnp.float32(1.0))
+    ... except jax.errors.TracerBoolConversionError as e:
+    ...     print("static_argnums" in str(e))
+    True
+    """
+    message = str(error.args[0]) if error.args else ""
+    if _MARK in message:
+        return
+    name = getattr(fun, "__name__", "fun")
+    statics = tuple(static_argnums) if not isinstance(static_argnums, int) else (static_argnums,)
+    names = tuple(static_argnames) if not isinstance(static_argnames, str) else (static_argnames,)
+    traced = _traced_names(fun, statics, names)
+    traced_text = f" ({', '.join(traced)})" if traced else ""
+    hint = (f"\n\n{_MARK}{transform}({name}) traces its arguments{traced_text} and the values of "
+            f"the states it reads, so Python cannot decide an `if`, `while`, `and`/`or`, bool(), "
+            f"int() or range() on them. If the value is a Python setting (a flag, a size, a mode), "
+            f"make that argument static: brainx.transform.{transform}({name}, static_argnums=(i,)) "
+            f"or static_argnames=('name',), and each value gets its own trace. If it is data, "
+            f"branch without Python: jnp.where, brainx.transform.cond or brainx.transform.ifelse.")
+    error.args = (message + hint, *error.args[1:])
