@@ -32,7 +32,7 @@ Run ``python examples/ei_delay_network.py`` (under a minute on two cores),
 PNGs go (default: next to this script), ``--backend jax_raw`` to run the
 event product in XLA instead of brainevent's numba kernels (the default
 when numba is installed). brainevent is needed: ``pip install
-'brainx[event]'``.
+'brainx-jax[event]'``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ container that cannot raises an :class:`InteropError` saying why and what to do.
 :func:`register_layer_mapping` adds a conversion for a layer of your own.
 
 flax and equinox are optional: they are imported on the first conversion
-(``pip install 'brainx[interop]'``), not by ``import brainx``.
+(``pip install 'brainx-jax[interop]'``), not by ``import brainx``.
 
 Examples
 --------

@@ -33,7 +33,7 @@ class MissingDependencyError(InteropError, ImportError):
         super().__init__(
             f"Converting to or from {framework} needs the package {package!r}, which is not "
             f"installed. Install it with `pip install {package}` or with brainx's extra: "
-            f"`pip install 'brainx[interop]'`.")
+            f"`pip install 'brainx-jax[interop]'`.")
 
 
 class UnmappedLayerError(InteropError, TypeError):

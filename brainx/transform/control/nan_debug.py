@@ -130,9 +130,10 @@ def breakpoint_if(pred: Any, **breakpoint_kwargs) -> Any:
     >>> brainx.transform.breakpoint_if(jnp.array(False))   # does not stop
     """
     token = breakpoint_kwargs.get("token")
-    return jax.lax.cond(unvmap(pred, op="any"),
-                        lambda: jax.debug.breakpoint(**breakpoint_kwargs),
-                        lambda: token)
+    pred = unvmap(pred, op="any")
+    if not isinstance(pred, Tracer):  # known now: no cond, and no frames captured when false
+        return jax.debug.breakpoint(**breakpoint_kwargs) if bool(pred) else token
+    return jax.lax.cond(pred, lambda: jax.debug.breakpoint(**breakpoint_kwargs), lambda: token)
 
 
 # -- the report ------------------------------------------------------------------------------
