@@ -284,3 +284,41 @@ def test_gradient_in_a_traced_rate_is_exact_to_the_dtype_near_zero_and_away():
             got = grad(a, x, b)
             want = np.array([exact(*v) for v in zip(np.asarray(a), np.asarray(x), np.asarray(b))])
             np.testing.assert_allclose(got, want, rtol=rtol, err_msg=f"float{precision}")
+
+
+def test_population_shape_is_an_int_or_a_non_empty_sequence_of_ints():
+    assert nn.Dynamics(7).in_size == nn.Dynamics(np.int64(7)).varshape == (7,)
+    assert nn.Dynamics([2, 3]).in_size == nn.Dynamics((2, 3)).out_size == (2, 3)
+    for bad in (None, [], (), "invalid", 3.5, (1.5, 2), True):
+        with pytest.raises(ValueError, match="in_size must be an int or a non-empty"):
+            nn.Dynamics(bad)
+
+
+def test_module_init_all_states_is_the_function_and_returns_the_states_made():
+    """``module.init_all_states(...)`` (brainstate's method) calls every module's init_state
+    as ``nn.init_all_states`` does, children first, and catches (and tags) the states made."""
+    order = []
+
+    class Leaf(nn.Module):
+        def init_state(self, batch_size=None):
+            order.append("leaf")
+            self.x = brainx.ShortTermState(jnp.zeros((batch_size or 1, 2)))
+
+    class Root(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.leaf = Leaf()
+
+        def init_state(self, batch_size=None):
+            order.append("root")
+            self.y = brainx.HiddenState(jnp.ones(batch_size or 1))
+
+    root = Root()
+    made = root.init_all_states(batch_size=3, state_tag="fresh")
+    assert order == ["leaf", "root"]
+    assert made.get_states() == (root.leaf.x, root.y)
+    assert root.leaf.x.value.shape == (3, 2) and root.y.value.shape == (3,)
+    assert list(root.states("fresh").values()) == [root.leaf.x, root.y]   # tagged
+    twin = nn.init_all_states(Root(), batch_size=3)
+    assert jax.tree.map(jnp.shape, twin.states().to_dict_values()) == \
+        jax.tree.map(jnp.shape, root.states().to_dict_values())

@@ -23,7 +23,9 @@ A :class:`Dynamics` is a :class:`~brainx.nn.Module` over a population of shape
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Hashable, Optional
+from typing import Any, Callable, Dict, Hashable, Optional, Tuple
+
+import numpy as np
 
 from brainx.nn.hooks import (
     not_receive_update_input, not_receive_update_output, receive_update_input,
@@ -37,6 +39,19 @@ __all__ = [
     "Dynamics", "receive_update_input", "not_receive_update_input", "receive_update_output",
     "not_receive_update_output",
 ]
+
+def _population_shape(in_size: Any, owner: str) -> Tuple[int, ...]:
+    """``in_size`` (an int, or a non-empty tuple or list of ints) as a shape; else ``ValueError``."""
+    def is_int(n):
+        return isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+
+    if is_int(in_size):
+        return (int(in_size),)
+    if isinstance(in_size, (tuple, list)) and in_size and all(is_int(n) for n in in_size):
+        return tuple(int(n) for n in in_size)
+    raise ValueError(f"{owner}: in_size must be an int or a non-empty tuple or list of ints (the "
+                     f"population shape), got {in_size!r}.")
+
 
 def _input_key(key: str, label: Optional[str]) -> str:
     return key if label is None else f"{_label_prefix(label)}{key}"
@@ -77,10 +92,7 @@ class Dynamics(Module):
 
     def __init__(self, in_size, name: Optional[str] = None):
         super().__init__(name=name)
-        if in_size is None:
-            raise ValueError(f"{type(self).__name__}: in_size must be an int or a tuple of ints "
-                             "(the population shape), got None.")
-        self.in_size = in_size
+        self.in_size = _population_shape(in_size, type(self).__name__)
         self.out_size = self.in_size
         self._current_inputs: Optional[Dict[str, Any]] = None
         self._delta_inputs: Optional[Dict[str, Any]] = None

@@ -13,13 +13,13 @@ all lanes stacked along a new leading axis: a batch of models.
 
 from __future__ import annotations
 
-import warnings
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 import jax
 import jax.numpy as jnp
 
-from brainx.nn.modules.module import Module, iter_tree, to_predicate
+from brainx.nn.modules.module import (  # (call_order, call_all_fns: kept in module.py, re-exported)
+    MAX_ORDER, Module, call_all_fns, call_order)
 from brainx.state.state import State
 from brainx.transform import vmap_new_states
 from brainx.transform.mapping.module_states import MODULE_INIT
@@ -30,91 +30,6 @@ __all__ = [
 ]
 
 M = TypeVar("M")
-MAX_ORDER = 10
-
-
-def call_order(level: int = 0, check_order_boundary: bool = True) -> Callable[[Callable], Callable]:
-    """Mark a method to run late in :func:`call_all_fns` (and init/reset): lower ``level`` first.
-
-    Unmarked methods run first (children before parents), then the marked
-    ones sorted by ``level`` (``0 <= level < MAX_ORDER``).
-
-    Examples
-    --------
-    >>> import brainx
-    >>> log = []
-    >>> class A(brainx.nn.Module):
-    ...     @brainx.nn.call_order(1)
-    ...     def init_state(self):
-    ...         log.append("A")
-    >>> class B(brainx.nn.Module):
-    ...     def __init__(self):
-    ...         super().__init__()
-    ...         self.a = A()
-    ...     def init_state(self):
-    ...         log.append("B")
-    >>> _ = brainx.nn.init_all_states(B())
-    >>> log
-    ['B', 'A']
-    """
-    if check_order_boundary and not 0 <= level < MAX_ORDER:
-        raise ValueError(f"call_order: level must be an int in [0, {MAX_ORDER}), got {level}.")
-
-    def mark(fun: Callable) -> Callable:
-        fun.call_order = level
-        return fun
-
-    return mark
-
-
-def _modules(target: Any, exclude=None) -> List[Tuple[str, Module]]:
-    skip = to_predicate(exclude) if exclude is not None else (lambda path, m: False)
-    # Children before parents: a parent's init_state may read its children's states.
-    return [(".".join(path), m) for path, m in iter_tree(target, order="post")
-            if isinstance(m, Module) and not skip(path, m)]
-
-
-def call_all_fns(target: M, fn_name: str, args: Sequence[Any] | Any = (),
-                 kwargs: Optional[Mapping[str, Any]] = None, node_to_exclude: Any = None,
-                 fn_if_not_exist: str = "raise") -> M:
-    """Call ``module.<fn_name>(*args, **kwargs)`` on every module of ``target``.
-
-    Parameters
-    ----------
-    target : Module, or a list/tuple/dict of modules
-    fn_name : str
-        The method to call.
-    args, kwargs
-        Its arguments (a single non-tuple ``args`` is one argument).
-    node_to_exclude : filter, optional
-        Modules to skip (a type, a path glob, a predicate; see ``Module.states``).
-    fn_if_not_exist : {"raise", "pass", "none", "warn"}
-        What to do with a module that lacks the method.
-    """
-    if not isinstance(fn_name, str):
-        raise TypeError(f"call_all_fns: fn_name must be a string, got {fn_name!r}.")
-    if fn_if_not_exist not in ("raise", "pass", "none", "warn"):
-        raise ValueError("call_all_fns: fn_if_not_exist must be 'raise', 'pass', 'none' or "
-                         f"'warn', got {fn_if_not_exist!r}.")
-    args = args if isinstance(args, tuple) else (args,)
-    kwargs = dict(kwargs or {})
-    ordered = []
-    for path, module in _modules(target, node_to_exclude):
-        fun = getattr(module, fn_name, None)
-        if fun is None:
-            message = f"Module {type(module).__name__} at {path or '<root>'!r} has no {fn_name}()."
-            if fn_if_not_exist == "raise":
-                raise AttributeError(message + " Pass fn_if_not_exist='pass' to skip it.")
-            if fn_if_not_exist == "warn":
-                warnings.warn(message + " Skipped.", UserWarning, stacklevel=2)
-            continue
-        if hasattr(fun, "call_order"):
-            ordered.append(fun)
-        else:
-            fun(*args, **kwargs)
-    for fun in sorted(ordered, key=lambda f: f.call_order):
-        fun(*args, **kwargs)
-    return target
 
 
 def init_all_states(target: M, *args, exclude=None, node_to_exclude=None, **kwargs) -> M:

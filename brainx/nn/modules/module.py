@@ -12,7 +12,8 @@ print and compare as dotted strings (``"blocks.0.w"``); index it by either.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Optional, Sequence, Tuple
+import warnings
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 
 from brainx.mixin import ParamDesc
@@ -21,11 +22,13 @@ from brainx.pretty_repr.layout import PrettyAttr
 from brainx.graph.node import Node
 from brainx.graph.walk import MAX_INT, iter_node, walk_tree
 from brainx.state.state import State
+from brainx.state.trace import StateCatcher, catch_new_states
 from brainx.util.filter import Filter, to_predicate
 from brainx.util.mappings import FlattedDict, select
 from brainx.util.path import DottedPath
 
-__all__ = ["Module", "iter_tree", "walk_tree", "to_predicate"]
+__all__ = ["Module", "iter_tree", "walk_tree", "to_predicate", "call_order", "call_all_fns",
+           "MAX_ORDER"]
 
 Path = Tuple[Any, ...]
 MAX_DEPTH = MAX_INT
@@ -120,6 +123,24 @@ class Module(Node, ParamDesc):
 
     def reset_state(self, *args, **kwargs) -> None:
         """Assign initial values to this module's existing states. Default: nothing."""
+
+    def init_all_states(self, *args, state_tag: Optional[str] = None, **kwargs) -> StateCatcher:
+        """``init_state(*args, **kwargs)`` on this module and every module in it (children
+        first, as :func:`brainx.nn.init_all_states`); returns the catcher of the states made.
+
+        ``state_tag`` tags each new state (see :func:`brainx.catch_new_states`).
+
+        Examples
+        --------
+        >>> import brainx
+        >>> lif = brainx.nn.LIF(3)
+        >>> made = lif.init_all_states(batch_size=2)
+        >>> lif.V.value.shape, lif.V in made.get_states()
+        ((2, 3), True)
+        """
+        with catch_new_states(state_tag=state_tag) as catcher:
+            call_all_fns(self, "init_state", args, kwargs)
+        return catcher
 
     # -- collection -------------------------------------------------------------------
     def states(self, *filters: Filter,
@@ -255,3 +276,91 @@ def iter_tree(root: Any, order: str = "pre") -> Iterator[Tuple[Tuple[str, ...], 
     """As :func:`walk_tree`, with every part of a path as a string (``("blocks", "0", "w")``)."""
     for path, obj in walk_tree(root, order):
         yield tuple(map(str, path)), obj
+
+
+# -- calling a method on every module (init_all_states, reset_all_states) ------------------
+MAX_ORDER = 10
+
+
+def call_order(level: int = 0, check_order_boundary: bool = True) -> Callable[[Callable], Callable]:
+    """Mark a method to run late in :func:`call_all_fns` (and init/reset): lower ``level`` first.
+
+    Unmarked methods run first (children before parents), then the marked
+    ones sorted by ``level`` (``0 <= level < MAX_ORDER``).
+
+    Examples
+    --------
+    >>> import brainx
+    >>> log = []
+    >>> class A(brainx.nn.Module):
+    ...     @brainx.nn.call_order(1)
+    ...     def init_state(self):
+    ...         log.append("A")
+    >>> class B(brainx.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.a = A()
+    ...     def init_state(self):
+    ...         log.append("B")
+    >>> _ = brainx.nn.init_all_states(B())
+    >>> log
+    ['B', 'A']
+    """
+    if check_order_boundary and not 0 <= level < MAX_ORDER:
+        raise ValueError(f"call_order: level must be an int in [0, {MAX_ORDER}), got {level}.")
+
+    def mark(fun: Callable) -> Callable:
+        fun.call_order = level
+        return fun
+
+    return mark
+
+
+def _modules(target: Any, exclude=None) -> List[Tuple[str, Module]]:
+    skip = to_predicate(exclude) if exclude is not None else (lambda path, m: False)
+    # Children before parents: a parent's init_state may read its children's states.
+    return [(".".join(path), m) for path, m in iter_tree(target, order="post")
+            if isinstance(m, Module) and not skip(path, m)]
+
+
+def call_all_fns(target: Any, fn_name: str, args: Sequence[Any] | Any = (),
+                 kwargs: Optional[Mapping[str, Any]] = None, node_to_exclude: Any = None,
+                 fn_if_not_exist: str = "raise") -> Any:
+    """Call ``module.<fn_name>(*args, **kwargs)`` on every module of ``target``.
+
+    Parameters
+    ----------
+    target : Module, or a list/tuple/dict of modules
+    fn_name : str
+        The method to call.
+    args, kwargs
+        Its arguments (a single non-tuple ``args`` is one argument).
+    node_to_exclude : filter, optional
+        Modules to skip (a type, a path glob, a predicate; see ``Module.states``).
+    fn_if_not_exist : {"raise", "pass", "none", "warn"}
+        What to do with a module that lacks the method.
+    """
+    if not isinstance(fn_name, str):
+        raise TypeError(f"call_all_fns: fn_name must be a string, got {fn_name!r}.")
+    if fn_if_not_exist not in ("raise", "pass", "none", "warn"):
+        raise ValueError("call_all_fns: fn_if_not_exist must be 'raise', 'pass', 'none' or "
+                         f"'warn', got {fn_if_not_exist!r}.")
+    args = args if isinstance(args, tuple) else (args,)
+    kwargs = dict(kwargs or {})
+    ordered = []
+    for path, module in _modules(target, node_to_exclude):
+        fun = getattr(module, fn_name, None)
+        if fun is None:
+            message = f"Module {type(module).__name__} at {path or '<root>'!r} has no {fn_name}()."
+            if fn_if_not_exist == "raise":
+                raise AttributeError(message + " Pass fn_if_not_exist='pass' to skip it.")
+            if fn_if_not_exist == "warn":
+                warnings.warn(message + " Skipped.", UserWarning, stacklevel=2)
+            continue
+        if hasattr(fun, "call_order"):
+            ordered.append(fun)
+        else:
+            fun(*args, **kwargs)
+    for fun in sorted(ordered, key=lambda f: f.call_order):
+        fun(*args, **kwargs)
+    return target
