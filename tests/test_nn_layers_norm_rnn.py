@@ -213,3 +213,26 @@ def test_normalisation_statistics_of_a_complex_input_use_its_squared_modulus():
         assert not jnp.iscomplexobj(var)
     _, second_moment = _stats(jnp.asarray(x), (0,), use_mean=False)
     np.testing.assert_allclose(second_moment[0], (np.abs(x) ** 2).mean(axis=0), rtol=1e-5)
+
+
+def test_groupnorm_of_channels_only_reads_batch_spatial_channels_as_brainstate():
+    """``GroupNorm((C,))`` on ``(N, H, W, C)``: per sample and group, over H, W and the
+    group's channels (brainstate's reading), against NumPy."""
+    rng = np.random.RandomState(4)
+    x = rng.randn(3, 5, 6, 8).astype(np.float32)
+    gn = nn.GroupNorm((8,), feature_axis=0, num_groups=4, use_bias=False, use_scale=False)
+    grouped = x.reshape(3, 5, 6, 4, 2)
+    mean = grouped.mean(axis=(1, 2, 4), keepdims=True)
+    var = grouped.var(axis=(1, 2, 4), keepdims=True)
+    want = ((grouped - mean) / np.sqrt(var + 1e-6)).reshape(x.shape)
+    np.testing.assert_allclose(gn(jnp.asarray(x)), want, rtol=1e-4, atol=1e-4)
+    # explicit reduction axes of the grouped array: here H only, and the group's channels
+    per_row = nn.GroupNorm((8,), num_groups=4, reduction_axes=(1, -1), use_bias=False,
+                           use_scale=False)
+    mean = grouped.mean(axis=(1, 4), keepdims=True)
+    var = grouped.var(axis=(1, 4), keepdims=True)
+    np.testing.assert_allclose(per_row(jnp.asarray(x)),
+                               ((grouped - mean) / np.sqrt(var + 1e-6)).reshape(x.shape),
+                               rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="channels last"):
+        gn(jnp.zeros((3, 5, 7)))

@@ -382,12 +382,16 @@ class GroupNorm(Module):
                                bias_init if use_bias else None)
 
     def update(self, x: Any, *, mask: Optional[jax.Array] = None) -> jax.Array:
-        """Normalise one sample ``in_size`` or a batch ``(N, *in_size)``."""
+        """Normalise one sample ``in_size`` or a batch ``(N, *in_size)``; any other input whose
+        last axis has the channels is read as brainstate does, ``(N, *spatial, channels)``."""
         shape = tuple(jnp.shape(x))
         offset = len(shape) - len(self.in_size)
         if offset not in (0, 1) or shape[offset:] != self.in_size:
-            raise ValueError(f"GroupNorm: expected an input of shape {self.in_size} or "
-                             f"(batch, *{self.in_size}), got {shape}.")
+            if len(shape) < 2 or shape[-1] != self.in_size[-1]:
+                raise ValueError(f"GroupNorm: expected an input of shape {self.in_size} or "
+                                 f"(batch, *{self.in_size}), or (batch, ..., "
+                                 f"{self.in_size[-1]}) channels last, got {shape}.")
+            offset = 1   # brainstate's reading: (batch, any spatial axes, channels)
         grouped = jnp.reshape(x, shape[:-1] + (self.num_groups, self.group_size))
         if self.reduction_axes is None:
             axes = tuple(range(offset, len(shape) - 1)) + (len(shape),)
