@@ -17,18 +17,13 @@ function as ``Delay(..., interpolation=fn)``, or register it by name with
 
 The built-in methods, and the rows each reads around ``i = floor(float_idx)``:
 
-===============================  ============  =====================================
-name                             rows          what it fits
-===============================  ============  =====================================
-``"nearest"`` (``"round"``)      ``i`` or      the nearest row
-                                 ``i + 1``
-``"linear"`` (``"linear_interp"``)  ``i, i+1``  the straight line through both
-``"cubic"``, ``"hermite"``       ``i-1 .. i+2``  a cubic Hermite spline whose slopes are
-                                               the central differences (Catmull-Rom;
-                                               both names give the same curve)
-``"polynomial2"``                ``i-1 .. i+1``  the parabola through the three rows
-``"polynomial3"``                ``i-1 .. i+2``  the cubic through the four rows
-===============================  ============  =====================================
+* ``"nearest"`` (``"round"``): row ``i`` or ``i + 1``, whichever is nearer;
+* ``"linear"`` (``"linear_interp"``): rows ``i`` and ``i + 1``, on a straight line;
+* ``"cubic"`` and ``"hermite"``: rows ``i - 1`` to ``i + 2``, a cubic Hermite spline
+  whose slopes are the central differences (Catmull-Rom: both names give the same
+  curve, exact up to quadratics);
+* ``"polynomial2"``: rows ``i - 1`` to ``i + 1``, the parabola through them;
+* ``"polynomial3"``: rows ``i - 1`` to ``i + 2``, the cubic through them.
 
 The stencils that reach ``i + 2`` read one row past the latest when asked for
 less than one step back, and the cubic and spline methods need a buffer of at
