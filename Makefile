@@ -9,7 +9,7 @@ VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # `make demo` alone installs brainx with the examples extra only (matplotlib, tqdm; not the test
-# extra's flax, equinox, numba, scipy, brainevent); the test install covers the demo too.
+# extra's flax, equinox, numba, brainevent, pytest); the test install covers the demo too.
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_EXTRAS := test,examples
 
@@ -19,8 +19,8 @@ $(PY):
 	@test -n "$(PYTHON_EXE)" || { echo "no interpreter $(PYTHON) here" >&2; exit 1; }
 	$(PYTHON_EXE) -m venv $(VENV)
 
-# The distribution is brainx-jax (it was brainx until 0.1.0: such an editable install of this
-# checkout is removed, not the package index's brainx, which is another project).
+# The distribution is brainx-jax. It was named brainx before: an editable install of this checkout
+# under that name is removed (never the package index's brainx, which is another project).
 define pip_install
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[$(1)]"
