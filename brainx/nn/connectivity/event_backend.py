@@ -3,7 +3,7 @@
 The event-driven layers (:class:`~brainx.nn.EventFixedProb`,
 :class:`~brainx.nn.EventLinear`, :class:`~brainx.nn.FixedNumConn`,
 :class:`~brainx.nn.SparseLinear`) hand their products to **brainevent**, an
-optional dependency (``pip install 'brainx[event]'``). It is imported the
+optional dependency (``pip install 'brainx-jax[event]'``). It is imported the
 first time a layer is built, never when ``brainx`` is imported.
 
 brainevent has one kernel per *backend* for each operation. On CPU there are
@@ -12,7 +12,7 @@ two:
 ==========  =====================================================  ==========================
 backend     what runs                                              needs
 ==========  =====================================================  ==========================
-``numba``   compiled loops over the active rows only (events)     ``numba`` (``brainx[numba]``)
+``numba``   compiled loops over the active rows only (events)     ``numba`` (``brainx-jax[numba]``)
 ``jax_raw`` gather / ``segment_sum`` over all stored synapses     nothing more
 ==========  =====================================================  ==========================
 
@@ -91,7 +91,7 @@ def load_brainevent(what: str = "This layer"):
             raise ImportError(
                 f"{what} needs the optional package 'brainevent' for its event-driven "
                 f"kernels, which is not installed ({e}). Install it with "
-                f"pip install 'brainx[event]' (add 'brainx[numba]' for the fast CPU kernels)."
+                f"pip install 'brainx-jax[event]' (add 'brainx-jax[numba]' for the fast CPU kernels)."
             ) from e
         if not has_numba() and module.config.get_backend("cpu") is None:
             module.config.set_backend("cpu", "jax_raw")
@@ -129,7 +129,7 @@ def set_event_backend(backend: Optional[str], platform: str = "cpu") -> None:
                              f"choose one of {CPU_BACKENDS} (or None for brainevent's default).")
         if backend == "numba" and not has_numba():
             raise ImportError("set_event_backend('numba') needs numba, which is not installed: "
-                              "pip install 'brainx[numba]', or use 'jax_raw'.")
+                              "pip install 'brainx-jax[numba]', or use 'jax_raw'.")
     if platform == "cpu" and backend is None and not has_numba():
         backend = "jax_raw"      # brainevent's default would be numba
     be.config.set_backend(platform, backend)
