@@ -9,12 +9,12 @@ first time a layer is built, never when ``brainx`` is imported.
 brainevent has one kernel per *backend* for each operation. On CPU there are
 two:
 
-==========  =====================================================  ==========================
+==========  =====================================================  ==================================
 backend     what runs                                              needs
-==========  =====================================================  ==========================
+==========  =====================================================  ==================================
 ``numba``   compiled loops over the active rows only (events)     ``numba`` (``brainx-jax[numba]``)
 ``jax_raw`` gather / ``segment_sum`` over all stored synapses     nothing more
-==========  =====================================================  ==========================
+==========  =====================================================  ==================================
 
 :func:`set_event_backend` chooses the backend of every brainevent kernel on a
 platform: the event product, the float product and the gradient kernels. A
