@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from brainx.nn.modules.module import (  # (call_order, call_all_fns: kept in module.py, re-exported)
-    MAX_ORDER, Module, call_all_fns, call_order)
+    MAX_ORDER, Module, call_all_fns, call_order, iter_tree)
 from brainx.state.state import State
 from brainx.transform import vmap_new_states
 from brainx.transform.mapping.module_states import MODULE_INIT
