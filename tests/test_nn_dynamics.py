@@ -322,3 +322,12 @@ def test_module_init_all_states_is_the_function_and_returns_the_states_made():
     twin = nn.init_all_states(Root(), batch_size=3)
     assert jax.tree.map(jnp.shape, twin.states().to_dict_values()) == \
         jax.tree.map(jnp.shape, root.states().to_dict_values())
+
+
+def test_brainstates_deprecated_nn_names_warn_and_give_the_new_ones():
+    with pytest.warns(DeprecationWarning, match="DynamicsGroup is deprecated .* brainx.nn.Module"):
+        assert nn.DynamicsGroup is nn.Module
+    with pytest.warns(DeprecationWarning, match="ModuleMapper is deprecated .* brainx.nn.Map"):
+        assert nn.ModuleMapper is nn.Map
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchLayer'"):
+        nn.NoSuchLayer

@@ -13,6 +13,8 @@ constrained parameters (:class:`Param` and its transforms) and regularisers (doc
 running metrics and :func:`clip_grad_norm` for training loops.
 """
 
+import warnings as _warnings
+
 from brainx.mixin import ParamDescriber
 from brainx.nn import hooks, init, surrogate
 from brainx.nn.connectivity import event_backend
@@ -151,3 +153,17 @@ __all__ = [
     "PowerT", "MaskedT", "SimplexT", "UnitVectorT", "OrderedT", "clip_grad_norm", "Metric",
     "MetricState", "AverageMetric", "AccuracyMetric", "MultiMetric",
 ]
+
+#: brainstate's deprecated names in ``nn``, and the name to use instead (brainstate 0.6 answers
+#: them with a ``DeprecationWarning``; so does brainx)
+_DEPRECATED = {"DynamicsGroup": "Module", "ModuleMapper": "Map"}
+
+
+def __getattr__(name: str):
+    """``nn.DynamicsGroup`` (``nn.Module``) and ``nn.ModuleMapper`` (``nn.Map``), with a warning."""
+    if name in _DEPRECATED:
+        new = _DEPRECATED[name]
+        _warnings.warn(f"brainx.nn.{name} is deprecated (as in brainstate 0.6): use "
+                       f"brainx.nn.{new}.", DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module 'brainx.nn' has no attribute {name!r}")
