@@ -333,3 +333,16 @@ def test_a_generator_repr_shows_its_raw_key_bits_when_at_hand():
 
     draw()
     assert seen == ["RandomState(key<fry>[])"]
+
+
+def test_a_raw_key_assigned_to_the_value_is_split_as_its_typed_form():
+    rng = br.RandomState(9)
+    rng.value = np.array([1, 2], np.uint32)               # raw bits, not a typed key
+    new = rng.split_key()
+    want = jr.split(jr.wrap_key_data(jnp.array([1, 2], jnp.uint32)))
+    assert new.shape == () and rng.value.shape == ()
+    np.testing.assert_array_equal(jr.key_data(new), jr.key_data(want[1]))
+    np.testing.assert_array_equal(jr.key_data(rng.value), jr.key_data(want[0]))
+    rng.value = np.array([1, 2], np.uint32)
+    rng.self_assign_multi_keys(3, backup=False)
+    assert rng.value.shape == (3,) and jnp.issubdtype(rng.value.dtype, jax.dtypes.prng_key)

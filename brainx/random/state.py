@@ -198,7 +198,7 @@ class RandomState(State, Samplers):
         if n is not None:
             _check_count(self, "split_key", n)
         with _KEY_LOCK:
-            key = self.value
+            key = as_key(self.value, "the key")   # (a raw key assigned to .value: typed here)
             self._check_lanes(key)
             keys = jr.split(key, 2 if n is None else n + 1)
             if backup:
@@ -231,7 +231,7 @@ class RandomState(State, Samplers):
         """
         _check_count(self, "self_assign_multi_keys", n)
         with _KEY_LOCK:
-            keys = jr.split(self.value, n)
+            keys = jr.split(as_key(self.value, "the key"), n)
             if backup:
                 self.backup_key()
             self.value = keys
