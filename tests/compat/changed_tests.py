@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import ast
+from typing import Container
 
 
 def _without_docstring(node: ast.AST) -> ast.AST:
@@ -77,7 +78,17 @@ def changed(new: dict, old: dict) -> set:
     return {key for key, source in new.items() if old.get(key) != source}
 
 
-def case_key(classname: str, name: str, module: str) -> tuple:
-    """A junit test case's ``(class, function)``: ``name`` without its parameters."""
+def case_key(classname: str, name: str, module: str, keys: Container = ()) -> tuple:
+    """A junit test case's ``(class, function)``: ``name`` without its parameters.
+
+    pytest's are in brackets (``test_x[a-1]``); absl's ``parameterized.parameters`` adds the
+    case's index (``test_x0``, ``test_x1``): with ``keys`` given, a name that is not one of
+    them but is one with its trailing digits removed counts as that one.
+    """
     cls = classname[len(module) + 1:] if classname.startswith(module + ".") else ""
-    return cls.split(".")[-1] if cls else "", name.split("[", 1)[0]
+    key = (cls.split(".")[-1] if cls else "", name.split("[", 1)[0])
+    if keys and key not in keys and key[1][-1:].isdigit():
+        bare = (key[0], key[1].rstrip("0123456789"))
+        if bare in keys:
+            return bare
+    return key

@@ -361,9 +361,9 @@ def changed_report(results: dict, changes: dict, reference: dict | None = None) 
         module = "bs_tests." + name.split("/", 1)[1][:-3].replace("/", ".")
         functions += len(keys)
         mine = [(c, n, o) for c, n, o, *_ in results[name]["cases"]
-                if case_key(c, n, module) in keys and o != "skipped"]
+                if case_key(c, n, module, keys) in keys and o != "skipped"]
         causes.update(f"{name.split('/')[-1]}: {why[0]}" for c, n, o, *why in results[name]["cases"]
-                      if case_key(c, n, module) in keys and o in ("failed", "error") and why)
+                      if case_key(c, n, module, keys) in keys and o in ("failed", "error") and why)
         if not mine and results[name]["missing"]:
             causes[f"{name.split('/')[-1]}: not collected, missing "
                    f"{', '.join(results[name]['missing'])}"] += len(keys)
@@ -372,7 +372,7 @@ def changed_report(results: dict, changes: dict, reference: dict | None = None) 
         ok_ref = None
         if reference is not None and name in reference:
             theirs = {(c, n) for c, n, o, *_ in reference[name]["cases"]
-                      if o == "passed" and case_key(c, n, module) in keys}
+                      if o == "passed" and case_key(c, n, module, keys) in keys}
             ok_ref = len(theirs)
             ref_passing += ok_ref
             n_pass = sum(o == "passed" and (c, n) in theirs for c, n, o in mine)
