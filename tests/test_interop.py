@@ -419,7 +419,7 @@ def test_missing_dependency_says_what_to_install(monkeypatch):
     from brainx.interop import registry
     monkeypatch.setattr(registry, "_LOADED", {})
     monkeypatch.setitem(sys.modules, "equinox", None)       # import equinox -> ImportError
-    with pytest.raises(interop.MissingDependencyError, match=r"pip install .*brainx\[interop\]"):
+    with pytest.raises(interop.MissingDependencyError, match=r"pip install .*brainx-jax\[interop\]"):
         interop.to_equinox(nn.Linear(2, 2))
     assert "equinox" not in interop.supported_layers()      # listed only when installed
 

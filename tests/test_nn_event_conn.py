@@ -305,7 +305,7 @@ def test_a_missing_brainevent_names_the_extra(monkeypatch):
     from brainx.nn.connectivity import event_backend
     monkeypatch.setattr(event_backend, "_MODULE", None)
     monkeypatch.setitem(sys.modules, "brainevent", None)
-    with pytest.raises(ImportError, match=r"brainx\[event\]") as info:
+    with pytest.raises(ImportError, match=r"brainx-jax\[event\]") as info:
         nn.EventFixedProb(5, 4, 2, 1.0)
     assert "EventFixedNumConn" in str(info.value)
 
