@@ -45,7 +45,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from functools import partial
-from typing import Any, Callable, Iterable, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, Sequence, Tuple, TypeVar
 
 import jax
 
@@ -109,11 +109,33 @@ def __getattr__(name: str) -> Any:
             value = getattr(module, name)
             globals()[name] = value
             return value
+    if name in _REBUILT:
+        value = globals()[name] = _REBUILT[name]()
+        return value
     if name in JAX_NAMES:
         raise AttributeError(
             f"brainstate._compatible_import.{name}: JAX {jax.__version__} has no {name!r} in "
             f"{', '.join(JAX_NAMES[name])} (brainx.compat_jax.JAX_NAMES says where to look).")
     raise AttributeError(f"module {__name__!r} (brainstate's JAX shim) has no attribute {name!r}")
+
+
+def _call_primitive() -> type:
+    """``CallPrimitive`` where JAX (>= 0.11.1) removed it: a ``Primitive`` given the standard
+    call rules (impl, abstract eval, jvp, transpose, batching) when made, as
+    ``jax.extend.core.create_call_primitive`` does (and, as its result, not flagged
+    ``call_primitive``: JAX's old call machinery is gone)."""
+    from jax.extend.core import Primitive, register_call_primitive_rules
+
+    class CallPrimitive(Primitive):
+        def __init__(self, name: str):
+            super().__init__(name)
+            register_call_primitive_rules(self)
+
+    return CallPrimitive
+
+
+#: Names brainstate's shim exports that newer JAX dropped: built here from their replacement.
+_REBUILT: Dict[str, Callable[[], Any]] = {"CallPrimitive": _call_primitive}
 
 
 def __dir__() -> list:

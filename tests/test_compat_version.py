@@ -65,6 +65,18 @@ def test_version_info_is_the_numeric_parts(version, info):
     assert _version_info(version) == info
 
 
+def test_call_primitive_is_jaxs_or_a_primitive_with_the_call_rules():
+    """JAX 0.11.1 removed ``CallPrimitive``; the shim then makes one with the rules that
+    ``jax.extend.core.create_call_primitive`` gives."""
+    prim = compat_jax.CallPrimitive("brainx_test_call")
+    assert isinstance(prim, jax.extend.core.Primitive)
+    assert prim.multiple_results
+    if hasattr(jax.extend.core, "create_call_primitive"):
+        reference = jax.extend.core.create_call_primitive("brainx_reference_call")
+        assert prim.multiple_results == reference.multiple_results
+        assert prim.call_primitive == reference.call_primitive
+
+
 def test_the_shim_gives_every_name_brainstate_0_6_exports():
     missing = [name for name in compat_jax.__all__ if not hasattr(compat_jax, name)]
     assert missing == []
