@@ -16,7 +16,7 @@ from brainx.errors import BatchAxisError
 from brainx.state.state import State
 from brainx.transform.core.stateful_api import CacheKey
 from brainx.transform.mapping.stateful_mapping import StatefulMapping
-from brainx.transform.mapping.vmap import state_axes
+from brainx.transform.mapping.vmap import _leaves_with_axes, state_axes
 from brainx.util.filter import to_predicate
 
 __all__ = ["CacheKey", "_make_hashable", "_flatten_in_out_states", "_remove_axis",
@@ -105,7 +105,7 @@ def _get_batch_size(args: tuple, in_axes: Any, in_states: Optional[Dict[int, Lis
     if in_axes is not None and args:
         axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
         for axis, arg in zip(axes, args):
-            for leaf, leaf_axis in zip(*_leaves_and_axes(arg, axis)):
+            for leaf, leaf_axis in _leaves_with_axes(axis, arg):
                 if leaf_axis is not None:
                     sizes.append(jax.numpy.shape(leaf)[leaf_axis])
     for value in (kwargs or {}).values():
@@ -128,18 +128,6 @@ def _get_batch_size(args: tuple, in_axes: Any, in_states: Optional[Dict[int, Lis
         raise ValueError(f"the mapped arguments and states have different sizes along their "
                          f"mapped axes: {sorted(set(sizes))}")
     return sizes[0]
-
-
-def _leaves_and_axes(tree: Any, axis: Any) -> Tuple[list, list]:
-    """The leaves of ``tree`` and the axis of each (``axis`` is a prefix tree of ``tree``)."""
-    leaves, treedef = jax.tree.flatten(tree)
-    if axis is None or isinstance(axis, int):
-        return leaves, [axis] * len(leaves)
-    axes = jax.tree.leaves(
-        jax.tree.map(lambda a, sub: [a] * len(jax.tree.leaves(sub)), axis, tree,
-                     is_leaf=lambda a: a is None),
-        is_leaf=lambda a: isinstance(a, list))
-    return leaves, [a for group in axes for a in group]
 
 
 def _format_state_axes(in_states: Any, out_states: Any):
