@@ -159,9 +159,9 @@ def test_mismatches_name_the_state_and_change_nothing(tmp_path):
 
     unchanged_after({"net": nn.Linear(4, 2, w_init=jnp.zeros((4, 2)) * u.mA)},
                     r"state 'net.weight', leaf \['weight'\]: the file has float32\[3, 2\] "
-                    r"\(dimension A\), the target holds float32\[4, 2\] \(dimension A\)")
+                    r"mA, the target holds float32\[4, 2\] mA. Build the model with the sizes")
     unchanged_after({"net": nn.Linear(3, 2, w_init=jnp.zeros((3, 2)) * u.mV)},
-                    r"'net.weight'.*dimension A\), the target holds .*\(dimension m\^2 kg s\^-3 A\^-1\)")
+                    r"'net.weight', leaf \['bias'\]: the file has float32\[2\] mA, the target holds float32\[2\] mV\.")
     unchanged_after({"net": nn.Linear(3, 2, w_init=jnp.zeros((3, 2), jnp.float16) * u.mA)},
                     r"the file has float32\[3, 2\].*holds float16\[3, 2\]")
     unchanged_after({"net": nn.Linear(3, 2, w_init=jnp.zeros((3, 2)) * u.mA, b_init=None)},
@@ -175,6 +175,57 @@ def test_mismatches_name_the_state_and_change_nothing(tmp_path):
     (tmp_path / "junk.msgpack").write_bytes(b"\x93not a checkpoint")
     with pytest.raises(CheckpointError, match="is not a brainx checkpoint"):
         load(tmp_path / "junk.msgpack", extra)
+
+
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 5, w_init=nn.init.KaimingNormal(unit=u.mA))
+        self.lif = nn.LIF(5)
+
+
+@pytest.mark.parametrize("saved_batch, target_batch, why", [
+    (16, None, "the saved model was initialised with batch_size=16, the target without a batch "
+               "axis. Initialise the target as the saved model was "
+               "(brainx.nn.init_all_states(model, batch_size=16))"),
+    (None, 4, "the target was initialised with batch_size=4, the saved model without a batch axis"
+              ". Initialise the target as the saved model was (brainx.nn.init_all_states(model) "
+              "with no batch_size)"),
+    (16, 4, "the saved model has batch_size=16, the target 4"),
+])
+def test_another_batch_size_names_the_fix_and_the_fix_works(tmp_path, saved_batch, target_batch, why):
+    path = tmp_path / "net.msgpack"
+    saved = _Net()
+    brainx.nn.init_all_states(saved, batch_size=saved_batch)
+    save(path, saved)
+    target = _Net()
+    brainx.nn.init_all_states(target, batch_size=target_batch)
+    v_before = np.asarray(target.lif.V.value.mantissa)
+    with pytest.raises(CheckpointError) as info:
+        load(path, target)
+    message = str(info.value)
+    assert "state 'lif.V'" in message and "mV, the target holds" in message
+    assert "Only the batch axis differs: " + why in message
+    assert "brainx.io.load(path, model.states(brainx.ParamState), strict=False)" in message
+    np.testing.assert_array_equal(target.lif.V.value.mantissa, v_before)   # nothing written
+    # the suggested fix: load only the parameters, whatever the batch sizes
+    load(path, target.states(brainx.ParamState), strict=False)
+    np.testing.assert_array_equal(target.lin.weight.value["weight"].mantissa,
+                                  saved.lin.weight.value["weight"].mantissa)
+    # and the other: a target initialised as the saved model was loads whole
+    again = _Net()
+    brainx.nn.init_all_states(again, batch_size=saved_batch)
+    load(path, again)
+    np.testing.assert_array_equal(again.lif.V.value.mantissa, saved.lif.V.value.mantissa)
+
+
+def test_a_parameter_of_another_shape_gets_no_batch_advice(tmp_path):
+    path = tmp_path / "w.msgpack"
+    save(path, {"w": brainx.ParamState(jnp.zeros((4, 3)) * u.mV)})
+    with pytest.raises(CheckpointError, match=r"float32\[4, 3\] mV, the target holds float32\[3\] "
+                                              r"mV\. Build the model with the sizes") as info:
+        load(path, {"w": brainx.ParamState(jnp.zeros(3) * u.mV)})
+    assert "batch" not in str(info.value)
 
 
 def test_a_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):

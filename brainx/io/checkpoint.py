@@ -27,10 +27,12 @@ from jax.core import Tracer
 
 from brainx import environ as brainx_environ
 from brainx.io.codec import (
-    as_key_record, decode_leaf, describe_spec, encode_leaf, spec, spec_of_record,
+    as_key_record, decode_leaf, describe_leaf, describe_record, encode_leaf, spec,
+    spec_of_record,
 )
 from brainx.nn.modules.module import iter_tree
-from brainx.state.state import State
+from brainx.io.codec import Spec
+from brainx.state.state import ParamState, State
 
 __all__ = ["save", "load", "CheckpointError"]
 
@@ -174,9 +176,34 @@ def _check_state(name: str, state: State, saved: Dict[str, Any], path: str) -> l
         if have != got:
             raise CheckpointError(
                 f"brainx.io.load: state {name!r}, leaf {key or 'value'}: the file has "
-                f"{describe_spec(got)}, the target holds {describe_spec(have)}. Build the model "
-                "with the sizes, dtypes and units it was saved with.")
+                f"{describe_record(rec)}, the target holds {describe_leaf(x)}. "
+                + _what_to_do(state, have, got))
     return treedef, leaves, records
+
+
+def _what_to_do(state: State, have: Spec, got: Spec) -> str:
+    """The fix for a leaf that differs: named when only a leading batch axis differs."""
+    (have_dtype, have_shape, have_dim), (got_dtype, got_shape, got_dim) = have, got
+    generic = "Build the model with the sizes, dtypes and units it was saved with."
+    if isinstance(state, ParamState) or (have_dtype, have_dim) != (got_dtype, got_dim):
+        return generic
+    if got_shape[1:] == have_shape and got_shape:
+        why = (f"the saved model was initialised with batch_size={got_shape[0]}, the target "
+               "without a batch axis")
+        init = f"brainx.nn.init_all_states(model, batch_size={got_shape[0]})"
+    elif have_shape[1:] == got_shape and have_shape:
+        why = (f"the target was initialised with batch_size={have_shape[0]}, the saved model "
+               "without a batch axis")
+        init = "brainx.nn.init_all_states(model) with no batch_size"
+    elif len(have_shape) == len(got_shape) > 0 and have_shape[1:] == got_shape[1:]:
+        why = f"the saved model has batch_size={got_shape[0]}, the target {have_shape[0]}"
+        init = f"brainx.nn.init_all_states(model, batch_size={got_shape[0]})"
+    else:
+        return generic
+    return (f"Only the batch axis differs: {why}. Initialise the target as the saved model was "
+            f"({init}), or load only the parameters, which have no batch axis: "
+            "brainx.io.load(path, model.states(brainx.ParamState), "
+            "strict=False), then initialise the other states for any batch size.")
 
 
 def load(path: str | os.PathLike, target: Any, *, environ: bool = False,

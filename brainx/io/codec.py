@@ -23,7 +23,8 @@ import numpy as np
 
 from brainx.transform.control.carry_check import cast_leaf
 
-__all__ = ["encode_leaf", "decode_leaf", "spec", "spec_of_record", "describe_spec",
+__all__ = ["encode_leaf", "decode_leaf", "spec", "spec_of_record", "describe_leaf",
+           "describe_record",
            "as_key_record"]
 
 _SI = ("m", "kg", "s", "A", "K", "mol", "cd")
@@ -136,10 +137,22 @@ def spec_of_record(rec: Dict[str, Any]) -> Spec:
     return rec["dtype"], tuple(rec["shape"]), None
 
 
-def describe_spec(s: Spec) -> str:
-    """``float32[3, 2] (dimension A)``: a spec for an error message."""
-    dtype, shape, dim = s
+def _describe(dtype: str, shape: Tuple[int, ...], unit: Optional[u.Unit]) -> str:
     text = f"{dtype}[{', '.join(map(str, shape))}]"
-    if dim is not None:
-        text += f" (dimension {u.get_or_create_dimension(list(dim))})"
-    return text
+    if unit is None:
+        return text
+    if unit.is_unitless:
+        return text + " (a unitless Quantity)"
+    return f"{text} {unit}"
+
+
+def describe_leaf(x: Any) -> str:
+    """``float32[16, 200] mV``: a live leaf for an error message, its unit as the user wrote it."""
+    dtype, shape, _ = spec(x)
+    return _describe(dtype, shape, x.unit if isinstance(x, u.Quantity) else None)
+
+
+def describe_record(rec: Dict[str, Any]) -> str:
+    """:func:`describe_leaf` of the value a record decodes to, without decoding it."""
+    dtype, shape, _ = spec_of_record(rec)
+    return _describe(dtype, shape, _decode_unit(rec["unit"]) if rec["kind"] == "quantity" else None)
