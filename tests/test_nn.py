@@ -339,6 +339,35 @@ def test_neuron_argument_errors():
     assert lif.V.value is before
 
 
+@pytest.mark.parametrize("neuron", [lambda: nn.LIF(3, name="exc"), lambda: nn.ALIF(3, name="exc")])
+def test_an_input_that_is_no_current_says_to_pass_a_current(neuron):
+    with environ.context(dt=0.1 * u.ms):
+        cell = nn.init_all_states(neuron())
+        before = cell.V.value
+        kind = type(cell).__name__
+        with pytest.raises(u.UnitMismatchError,
+                           match=rf"^{kind} 'exc': the input has no unit, but R \* input must be a "
+                                 r"voltage like V_rest \(mV\) with R = 1\. ohm: pass a current, "
+                                 r"e\.g\. x \* u\.mA \(or give R, V_th"):
+            cell(jnp.ones(3))
+        with pytest.raises(u.UnitMismatchError, match=r"the input has unit mV, .*x \* u\.mA\.$"):
+            brainx.transform.jit(cell)(jnp.ones(3) * u.mV)
+        assert cell.V.value is before                        # nothing written, no tracer left
+        # R in megaohm: the current to pass is in nA
+        big_r = nn.init_all_states(nn.LIF(3, R=1.0 * u.Mohm))
+        with pytest.raises(u.UnitMismatchError, match=r"x \* u\.nA"):
+            big_r(jnp.ones(3))
+        plain = nn.init_all_states(nn.LIF(3, R=1.0, V_th=1.0, V_reset=0.0, V_rest=0.0,
+                                          V_initializer=nn.init.Constant(0.0)))
+        with pytest.raises(u.UnitMismatchError, match="pass a unitless input"):
+            plain(jnp.ones(3) * u.mA)
+        # what the messages ask for runs, and as the unit-free computation does
+        spikes = cell(2.0 * jnp.ones(3) * u.mA)
+        assert spikes.shape == (3,)
+        plain(jnp.ones(3))
+        np.testing.assert_allclose(plain.V.value, 1.0 - np.exp(-0.1 / 5.0), rtol=1e-6)
+
+
 def test_module_repr_and_name():
     assert repr(nn.Module(name="exc")) == "Module(name='exc')"
     assert repr(nn.LIF(3, name="exc")).startswith("LIF(\n  (3,) -> (3,),\n  name='exc',\n")

@@ -219,6 +219,27 @@ class Neuron(Dynamics):
             return _hard_reset(last_v, self.V_reset, last_spk, spiked())
         return last_v - (jax.lax.stop_gradient(last_v) - self.V_reset) * last_spk
 
+    def _check_input_unit(self, x) -> None:
+        """Refuse an input ``x`` for which ``R * x`` is not a voltage, saying what to pass."""
+        want = u.get_unit(self.V_rest) / u.get_unit(self.R)     # a current when R is in ohm
+        have = u.get_unit(x)
+        if have.dim == want.dim:
+            return
+        who = type(self).__name__ + (f" {self.name!r}" if getattr(self, "name", None) else "")
+        given = "no unit" if have.is_unitless else f"unit {have}"
+        if want.is_unitless:
+            fix = "pass a unitless input, as this neuron's R and V_rest have no units."
+        else:
+            name = str(want)
+            fix = f"pass a current, e.g. x * u.{name}" if name.isidentifier() else \
+                f"pass a current, in {name}"
+            if have.is_unitless:
+                fix += " (or give R, V_th, V_reset and V_rest no units, for unitless inputs)"
+            fix += "."
+        raise u.UnitMismatchError(
+            f"{who}: the input has {given}, but R * input must be a voltage like V_rest "
+            f"({u.get_unit(self.V_rest)}) with R = {self.R}: {fix}")
+
     def _membrane_step(self, V, x, tau):
         """``V`` after one step of ``tau dV/dt = V_rest - V + R I``, then the delta inputs.
 
@@ -227,6 +248,8 @@ class Neuron(Dynamics):
         them, :func:`~brainx.nn.exp_euler_step`, which takes the same closed form
         for inputs affine in ``V`` (COBA, CUBA) and the general scheme otherwise.
         """
+        if x is not None:
+            self._check_input_unit(x)
         if not self.current_inputs:
             V_inf = self.V_rest if x is None else plus(self.V_rest, times(self.R, x))
             V = V_inf + (V - V_inf) * exp_decay(tau)
