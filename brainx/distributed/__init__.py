@@ -1,4 +1,4 @@
-"""Distributed states: meshes, shardings on states, collectives (see docs/distributed.md).
+"""Distributed states: meshes, shardings on states, collectives (see :doc:`/distributed`).
 
 The transforms that run over a mesh are in :mod:`brainx.transform`:
 ``jit`` (with ``in_shardings`` / ``out_shardings`` / ``donate_states``),

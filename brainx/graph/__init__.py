@@ -9,7 +9,7 @@ plain containers: :func:`states`, :func:`nodes`, :func:`iter_leaf`,
 :class:`NodeStates`, shared states kept shared). :class:`Node` is the base of
 objects that own states (``nn.Module`` is one). Filters come from
 :mod:`brainx.util.filter`; results are :class:`~brainx.util.FlattedDict` and
-:class:`~brainx.util.NestedDict`. See ``docs/graph.md``.
+:class:`~brainx.util.NestedDict`. The guide is :doc:`/graph`.
 """
 
 from brainx.graph.convert import (

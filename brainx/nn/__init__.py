@@ -4,12 +4,12 @@
 dotted paths; :func:`init_all_states` / :func:`reset_all_states` call every
 module's ``init_state`` / ``reset_state``. Layers for deep learning
 (:class:`Sequential`, :class:`Linear`, convolutions, pooling, normalisation,
-dropout, embeddings, recurrent cells, activations; see docs/nn-layers.md) and
+dropout, embeddings, recurrent cells, activations; see :doc:`/nn-layers`) and
 for spiking models (:class:`Dynamics`, the base of :class:`LIF`, :class:`LIFRef`,
 :class:`ALIF`, :class:`Expon`, :class:`Alpha`, :class:`DualExpon`; :class:`Delay`
-buffers and the readers of delayed states, see docs/dynamics.md); spike functions with surrogate gradients in
+buffers and the readers of delayed states, see :doc:`/dynamics`); spike functions with surrogate gradients in
 :mod:`brainx.nn.surrogate`; initialisers in :mod:`brainx.nn.init`; event-driven connectivity,
-constrained parameters (:class:`Param` and its transforms) and regularisers (docs/event-driven.md);
+constrained parameters (:class:`Param` and its transforms) and regularisers (:doc:`/event-driven`);
 running metrics and :func:`clip_grad_norm` for training loops.
 """
 

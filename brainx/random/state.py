@@ -185,7 +185,7 @@ class RandomState(State, Samplers):
 
         The read, split and write hold a lock, so threads splitting one shared
         generator eagerly never receive the same key (calls of a compiled function
-        are not covered: see ``docs/random.md``). A non-integer ``n`` raises a
+        are not covered: see :doc:`/random`). A non-integer ``n`` raises a
         ``TypeError`` (which is also a ``ValueError``); ``n < 1`` a ``ValueError``.
 
         Examples

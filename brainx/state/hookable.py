@@ -71,7 +71,7 @@ class HookableState:
         Parameters
         ----------
         hook_type : {'read', 'write_before', 'write_after', 'restore', 'init'}
-            When it runs (``docs/state-hooks.md`` has the table, and what runs
+            When it runs (the :doc:`state hooks guide </state-hooks>` has the table, and what runs
             inside a transform).
         callback : callable
             Receives a :class:`~brainx.HookContext` of the type's kind.

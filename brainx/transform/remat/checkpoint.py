@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import jax
 
@@ -68,7 +68,8 @@ class CheckpointedFunction:
 def checkpoint(fun: Optional[Callable] = None, *, prevent_cse: bool = True,
                policy: Optional[Callable[..., bool]] = None,
                static_argnums: int | Sequence[int] = (),
-               static_argnames: str | Sequence[str] = ()) -> Any:
+               static_argnames: str | Sequence[str] = ()
+               ) -> CheckpointedFunction | Callable[[Callable], CheckpointedFunction]:
     """Rematerialise a stateful function: save less on the forward pass, recompute on the backward.
 
     Wraps ``jax.checkpoint``. The states the function reads become inputs of
@@ -81,7 +82,9 @@ def checkpoint(fun: Optional[Callable] = None, *, prevent_cse: bool = True,
     an attribute or closed-over array that changed since the last call is
     used with its new value, and a function that once closed over a tracer
     keeps working. Only the set of states the function touches is cached (and
-    checked on every trace).
+    checked on every trace). The :doc:`checkpointing guide </checkpoint>` shows
+    what a checkpointed step saves and what it costs; for a whole simulation loop
+    see :func:`checkpointed_for_loop`.
 
     Parameters
     ----------
@@ -101,6 +104,13 @@ def checkpoint(fun: Optional[Callable] = None, *, prevent_cse: bool = True,
         Arguments passed as Python values, positionally or by keyword; Python
         control flow on them is allowed and each value gets its own trace.
         For a method, ``self`` is argument 0.
+
+    Returns
+    -------
+    CheckpointedFunction
+        A callable taking ``fun``'s arguments and returning its result, with the
+        same state writes; a method decorated with it stays a method. Without
+        ``fun``: a decorator that makes one.
 
     Examples
     --------
