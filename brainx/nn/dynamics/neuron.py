@@ -270,22 +270,38 @@ class LIF(Neuron):
     for ``tau_ref`` (rounded to whole steps): the input is ignored and the
     neuron cannot spike.
 
+    ``R``, ``tau``, ``V_th``, ``V_reset``, ``V_rest`` and ``tau_ref`` are each a
+    number (with its unit) or an array of the population's shape: one value per
+    neuron. With ``R``, the potentials and ``V_initializer`` given without units
+    (``tau`` keeps its time unit, as ``dt`` has one), inputs and ``V`` are unitless.
+
     Parameters
     ----------
     in_size : int or tuple of int
-        Population shape.
+        Population shape, without the batch axis.
     R : resistance
-        Membrane resistance (``1 * u.ohm``): ``R * I`` must be a voltage.
+        Membrane resistance (default ``1 ohm``): the input ``x`` is a current
+        and ``R * x`` the voltage it adds to the resting potential.
     tau : time
-        Membrane time constant.
-    V_th, V_reset, V_rest : voltage
-        Threshold, reset and resting potentials.
+        Membrane time constant (default ``5 ms``): how fast ``V`` relaxes.
+    V_th : voltage
+        Firing threshold (default ``1 mV``): a spike when ``V >= V_th``.
+    V_reset : voltage
+        Reset potential (default ``0 mV``): ``V`` after a hard reset; a soft
+        reset lowers ``V`` by ``V_th - V_reset``.
+    V_rest : voltage
+        Resting potential (default ``0 mV``): where ``V`` settles without input.
     tau_ref : time, optional
-        Refractory period. ``None`` (default): none.
+        Refractory period, rounded to whole steps (default ``None``: none).
     V_initializer : initialiser or array-like
-        Initial ``V`` (see :func:`brainx.nn.init.param`).
-    spk_fun, spk_reset
-        See :class:`Neuron`.
+        Initial ``V`` (default ``0 mV``; see :func:`brainx.nn.init.param`).
+    spk_fun : callable
+        Surrogate spike function of :mod:`brainx.nn.surrogate` (default
+        ``ReluGrad()``): a step on the forward pass, its surrogate in gradients.
+    spk_reset : {"soft", "hard"}
+        How ``V`` is reset after a spike (default ``"soft"``; see :class:`Neuron`).
+    name : str, optional
+        Shown in ``repr`` and in error messages.
 
     States
     ------
