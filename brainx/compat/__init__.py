@@ -46,10 +46,10 @@ state): :class:`~brainx.TracerLeakError`, a ``TraceContextError``, at the write
 the state to that trace and reports at the next read. Inside brainx transforms
 both lend, so braintrace's writes inside its ``custom_vjp`` and ``scan`` run.
 
-Limits: brainstate internals that brainx does not have (its jaxpr IR passes,
-``TRACE_CONTEXT``, graph-definition internals) are not there; see
-``docs/brainstate-compat.md``. It refuses to run when the real brainstate is
-already imported, since objects of both would then mix.
+Limits: brainstate internals that brainx does not have (graph-definition internals
+such as ``NodeSpec`` and edges, drawing a jaxpr) are not there; brainstate's jaxpr passes
+and ``TRACE_CONTEXT`` are served (:doc:`/brainstate-compat` has the list). It refuses to
+run when the real brainstate is already imported, since objects of both would then mix.
 """
 
 from __future__ import annotations

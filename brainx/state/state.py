@@ -85,7 +85,7 @@ class State(HookableState, ValueProtocol):
     transform can turn the state into an explicit input and output of the
     pure function it hands to JAX, and write the new value back afterwards.
     Hooks (``register_hook``, :func:`~brainx.register_state_hook`) run on reads,
-    writes, restores and creation: see ``docs/state-hooks.md``.
+    writes, restores and creation: see the :doc:`state hooks guide </state-hooks>`.
 
     Parameters
     ----------
