@@ -83,7 +83,10 @@ fuzz: $(STAMP)
 # examples/ (cached by content), MathJax served from the site (docs/conf.py says more).
 # -E: a fresh environment each time, so -W sees every warning; the HTML folder is emptied first
 # (no stale page of an earlier build); offline (no intersphinx). docs-check opens the built site
-# in headless Chromium (docs/check_site.py: math, images, links, console errors).
+# in headless Chromium (docs/check_site.py: math, images, links, console errors, code not cut, the
+# sidebar marks the page, gallery thumbnails) and fails when no Chromium can be started, saying
+# how to get one (apt-get install chromium, CHROMIUM=/path, playwright install chromium);
+# `make docs-check BROWSER=0` runs only the static checks (links, images, no remote loads).
 # The caches are keyed by the tutorials' and examples' own code: after a change in brainx that
 # alters their output, `rm -rf docs/_build/.jupyter_cache docs/gallery` runs them again.
 DOCS_STAMP := $(VENV)/.docs-installed
@@ -99,7 +102,7 @@ docs: $(DOCS_STAMP)
 
 docs-check: $(DOCS_STAMP)   # checks the site as last built (builds it if there is none)
 	@test -f docs/_build/html/index.html || $(MAKE) docs
-	$(PY) docs/check_site.py
+	$(PY) docs/check_site.py $(if $(filter 0 no false,$(BROWSER)),--static-only)
 
 bench: $(STAMP)
 	$(PY) benchmarks/dispatch.py

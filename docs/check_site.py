@@ -11,23 +11,33 @@ Two parts.
   starts with ``http(s)://`` or ``//`` (math is rendered by the copy of MathJax in
   ``_static/mathjax``, which must be there);
 * no raw TeX in the text outside the math elements and the code: ``$$``, ``\\(``, ``\\[`` or
-  a TeX command such as ``\\frac`` in a paragraph means some math was not recognised as math.
+  a TeX command such as ``\\frac`` in a paragraph means some math was not recognised as math;
+* every gallery card has a thumbnail of its own, not sphinx-gallery's placeholder
+  (``no_image.png``, scaled: an example that draws no figure names an image with
+  ``# sphinx_gallery_thumbnail_path``); every tutorial and example has its page.
 
-**Browser checks, on a sample of pages** (the index, a guide, two API pages, two tutorials,
-two gallery pages and the search page), each opened in headless Chromium from a local HTTP
-server with every request to another host blocked:
+**Browser checks, on every class of page**: the home page, a guide, every tutorial (the pages
+under ``tutorials/``, as built), an API module page and an API object page, the gallery's index
+and every gallery example, and the search page. Each is opened in headless Chromium at a
+1280 x 900 viewport, from a local HTTP server, with every request to another host blocked:
 
 * no console error, no uncaught exception, no failed request (404, blocked);
 * every image loaded (``naturalWidth > 0``);
 * every math element was typeset by MathJax (it holds an ``mjx-container``) and no raw TeX is
   left in the rendered text (outside code);
+* **no code is cut**: no code block (``pre``) is wider than its box (a reader would have to
+  scroll sideways to see the end of a line) or reaches past the content column;
+* **the left sidebar marks the current page**: it holds a link to the page, marked current
+  and shown (not in a collapsed branch); on an API object page, under its module's entry;
 * the search page finds ``jit``.
 
-Chromium comes from the system (``chromium``, ``chromium-browser``, ``google-chrome``; or the
-``CHROMIUM`` environment variable) driven by playwright (``pip install playwright``, part of
-the ``docs`` extra), or else playwright's own download (``playwright install chromium``).
-**When neither is available the browser checks are skipped**, with a message saying so, and
-only the static checks run (``--require-browser`` makes that a failure instead).
+Chromium comes from the system (the ``CHROMIUM`` environment variable, else ``chromium``,
+``chromium-browser``, ``google-chrome`` on the ``PATH``), driven by playwright (``pip install
+playwright``, part of the ``docs`` extra), or else playwright's own download (``playwright
+install chromium``). **When no browser can be started the check fails**, saying how to get one:
+``sudo apt-get install chromium`` (Debian, Ubuntu), ``brew install --cask chromium`` (macOS),
+``CHROMIUM=/path/to/chrome make docs-check``, or ``python -m playwright install chromium``.
+``--static-only`` (``make docs-check BROWSER=0``) runs the static checks alone, and says so.
 
 Exit status 0 when every check passes, 1 otherwise (each problem is printed).
 """
@@ -49,17 +59,27 @@ import urllib.parse
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_HTML = HERE / "_build" / "html"
 
-# the pages opened in the browser: (path, what it stands for)
-SAMPLE = [
-    ("index.html", "the index"),
+# the pages opened in the browser besides every tutorial and gallery page: (path, what it is)
+FIXED_PAGES = [
+    ("index.html", "the home page"),
     ("checkpoint.html", "a guide"),
     ("api/transform.html", "an API module page"),
     ("api/generated/brainx.nn.LIF.html", "an API object page with math"),
-    ("tutorials/snn-bptt.html", "a tutorial"),
-    ("tutorials/checkpointing-memory.html", "a tutorial with a memory report"),
-    ("gallery/index.html", "the gallery"),
-    ("gallery/ei_delay_network.html", "a gallery example"),
 ]
+
+#: how Chromium is started here: headless, and nothing fetched behind the page's back (this
+#: also runs in containers without a sandbox or a GPU)
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+
+HOW_TO_GET_CHROMIUM = """\
+the browser checks need Chromium. Get it with one of:
+  sudo apt-get install chromium             (Debian, Ubuntu; chromium-browser on older Ubuntu)
+  brew install --cask chromium              (macOS)
+  CHROMIUM=/path/to/chrome make docs-check  (a Chromium or Chrome already installed)
+  .venv/bin/python -m playwright install chromium   (playwright's own build)
+or run the static checks alone: make docs-check BROWSER=0 (check_site.py --static-only)"""
+
 
 # TeX left as text: display/inline delimiters and common commands
 RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\(?:frac|tau|alpha|beta|sigma|mathrm|mathcal|"
@@ -144,6 +164,7 @@ def static_checks(root: pathlib.Path) -> list[str]:
             around = text[max(0, m.start() - 40):m.end() + 40]
             problems.append(f"{rel}: raw TeX in the text: ...{around}...")
             break
+    problems += gallery_thumbnail_checks(root) + every_source_built(root)
     if not (root / "_static" / "mathjax" / "tex-chtml.js").exists():
         problems.append("_static/mathjax/tex-chtml.js is missing: math cannot render offline")
     print(f"static checks: {len(pages)} pages, {sum(len(p.links) for p in pages.values())} links, "
@@ -151,12 +172,56 @@ def static_checks(root: pathlib.Path) -> list[str]:
     return problems
 
 
+def gallery_thumbnail_checks(root: pathlib.Path) -> list[str]:
+    """The gallery cards whose thumbnail is sphinx-gallery's placeholder (``no_image.png``)."""
+    thumbs = sorted((root / "_images").glob("sphx_glr_*_thumb.*"))
+    try:
+        import tempfile
+
+        import sphinx_gallery
+        from PIL import Image, ImageChops
+        from sphinx_gallery.utils import scale_image
+    except ImportError as e:
+        print(f"gallery thumbnails: not compared with the placeholder ({e})")
+        return []
+    no_image = pathlib.Path(sphinx_gallery.__file__).parent / "_static" / "no_image.png"
+    problems, placeholders = [], {}
+    for thumb in thumbs:
+        if thumb.suffix != ".png":      # an SVG thumbnail is copied as drawn, never the placeholder
+            continue
+        image = Image.open(thumb).convert("RGBA")
+        if image.size not in placeholders:   # the placeholder as sphinx-gallery scales it
+            with tempfile.TemporaryDirectory() as tmp:
+                scale_image(no_image, pathlib.Path(tmp) / "p.png", *image.size)
+                placeholders[image.size] = Image.open(pathlib.Path(tmp) / "p.png").convert("RGBA")
+        if ImageChops.difference(image, placeholders[image.size]).getbbox() is None:
+            name = thumb.name[len("sphx_glr_"):-len("_thumb.png")]
+            problems.append(f"gallery: {name} has the placeholder thumbnail (it draws no figure: "
+                            f"give it one with # sphinx_gallery_thumbnail_path)")
+    print(f"gallery thumbnails: {len(thumbs)}, {len(problems)} placeholders")
+    return problems
+
+
+def every_source_built(root: pathlib.Path) -> list[str]:
+    """Every tutorial and example has its page (where the sources are beside the site)."""
+    docs = root.parent.parent            # docs/_build/html -> docs
+    if not (docs / "conf.py").exists():
+        return []
+    wanted = [f"tutorials/{md.stem}.html" for md in (docs / "tutorials").glob("*.md")]
+    wanted += [f"gallery/{py.stem}.html" for py in (docs.parent / "examples").glob("*.py")]
+    return [f"{page}: not built (its source is there)" for page in wanted
+            if not (root / page).exists()]
+
+
 # -- browser checks ------------------------------------------------------------------------------
 
 def find_chromium() -> str | None:
-    for candidate in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser",
-                      "google-chrome", "google-chrome-stable"):
-        if candidate and shutil.which(candidate):
+    """The browser to start: ``CHROMIUM`` when it is set (even if wrong: it is then reported),
+    else the first of chromium, chromium-browser, google-chrome on the ``PATH``."""
+    if os.environ.get("CHROMIUM"):
+        return shutil.which(os.environ["CHROMIUM"]) or os.environ["CHROMIUM"]
+    for candidate in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if shutil.which(candidate):
             return shutil.which(candidate)
     return None
 
@@ -189,23 +254,52 @@ PAGE_STATE = """() => {
 }"""
 
 
-def browser_checks(root: pathlib.Path, require: bool) -> list[str]:
+def browser_pages(root: pathlib.Path) -> list[tuple[str, str]]:
+    """The pages opened in the browser: the fixed ones, every tutorial, every gallery page."""
+    pages = list(FIXED_PAGES)
+    for html_file in sorted((root / "tutorials").glob("*.html")):
+        what = "the tutorials' index" if html_file.stem == "index" else "a tutorial"
+        pages.append((f"tutorials/{html_file.name}", what))
+    for html_file in sorted((root / "gallery").glob("*.html"),
+                            key=lambda f: (f.stem != "index", f.name)):
+        what = "the gallery" if html_file.stem == "index" else "a gallery example"
+        pages.append((f"gallery/{html_file.name}", what))
+    return pages
+
+
+def launch_chromium(p):
+    """(browser, where it came from), or (None, why not)."""
+    exe, why = find_chromium(), []
+    if exe:
+        try:
+            return p.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS), exe
+        except Exception as e:
+            why.append(f"{exe} did not start: {str(e).splitlines()[0]}")
+    else:
+        why.append("no chromium, chromium-browser or google-chrome on the PATH, no CHROMIUM=")
+    try:
+        return p.chromium.launch(headless=True, args=CHROMIUM_ARGS), "playwright's download"
+    except Exception as e:
+        why.append(f"no playwright download ({str(e).strip().splitlines()[0]})")
+    return None, "; ".join(why)
+
+
+def browser_checks(root: pathlib.Path) -> list[str]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        return skipped("playwright is not installed (pip install playwright)", require)
+        return [no_browser("playwright is not installed (pip install playwright, or "
+                           "pip install -e '.[docs]')")]
     server, base = serve(root)
     problems = []
     try:
         with sync_playwright() as p:
-            exe = find_chromium()
-            try:
-                browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox"]) if exe \
-                    else p.chromium.launch()
-            except Exception as e:  # no system browser and no playwright download
-                return skipped(f"no Chromium could be started ({str(e).splitlines()[0]})", require)
-            print(f"browser checks: {browser.version} ({exe or 'playwright download'})")
-            for page_path, what in SAMPLE:
+            browser, where = launch_chromium(p)
+            if browser is None:
+                return [no_browser(where)]
+            pages = browser_pages(root)
+            print(f"browser checks: Chromium {browser.version} ({where}), {len(pages) + 1} pages")
+            for page_path, what in pages:
                 problems += check_page(browser, base, page_path, what, root)
             problems += check_search(browser, base)
             browser.close()
@@ -214,10 +308,9 @@ def browser_checks(root: pathlib.Path, require: bool) -> list[str]:
     return problems
 
 
-def skipped(why: str, require: bool) -> list[str]:
-    message = f"browser checks SKIPPED: {why}; only the static checks ran"
-    print(message)
-    return [message] if require else []
+def no_browser(why: str) -> str:
+    print(HOW_TO_GET_CHROMIUM)
+    return f"browser checks could not run: {why}"
 
 
 def open_page(browser, url):
@@ -267,10 +360,72 @@ def check_page(browser, base, page_path, what, root) -> list[str]:
     if m:
         problems.append(f"{page_path} ({what}): raw TeX in the rendered text: "
                         f"...{state['text'][max(0, m.start() - 40):m.end() + 40]}...")
-    print(f"  {page_path:45s} {len(state['images'])} images, {state['math']} math, "
-          f"{len(problems)} problems")
+    problems += [f"{page_path} ({what}): {p}" for p in code_not_cut(page) + sidebar_marks(
+        page, page_path)]
+    print(f"  {page_path:48s} {len(state['images'])} images, {state['math']} math, "
+          f"{page.evaluate(COUNT_CODE)} code blocks, {len(problems)} problems")
     page.close()
     return problems
+
+
+COUNT_CODE = "() => document.querySelectorAll('article pre').length"
+
+#: the code blocks a reader cannot read whole: wider than their box (a horizontal scrollbar),
+#: or reaching past the content column
+CUT_CODE = """() => {
+  const column = document.querySelector('article').getBoundingClientRect();
+  return Array.from(document.querySelectorAll('article pre'))
+    .filter(pre => pre.offsetParent !== null)
+    .map(pre => {
+      const box = pre.getBoundingClientRect();
+      const lines = pre.innerText.split('\\n');
+      const longest = lines.reduce((a, b) => b.length > a.length ? b : a, '');
+      return {hidden: pre.scrollWidth - pre.clientWidth,
+              past: Math.round(box.right - column.right),
+              width: Math.round(box.width), longest: longest.trim().slice(0, 60),
+              chars: longest.length};
+    })
+    .filter(c => c.hidden > 1 || c.past > 1);
+}"""
+
+
+def code_not_cut(page) -> list[str]:
+    return [f"code cut: a {c['chars']}-character line ({c['longest']!r}...) "
+            + (f"needs {c['hidden']} px more than its {c['width']} px box" if c["hidden"] > 1
+               else f"reaches {c['past']} px past the content column")
+            for c in page.evaluate(CUT_CODE)]
+
+
+#: the left sidebar's links to this page: is each marked current, shown, and under which entry
+SIDEBAR = """() => {
+  const nav = document.querySelector('.bd-sidebar-primary nav.bd-docs-nav');
+  if (!nav) return null;
+  const path = a => { try { return new URL(a.href).pathname; } catch (e) { return null; } };
+  return Array.from(nav.querySelectorAll('a[href]'))
+    .filter(a => path(a) === location.pathname)
+    .map(a => {
+      const li = a.closest('li'), up = li.parentElement.closest('li');
+      const upLink = up ? up.querySelector('a') : null;
+      return {marked: a.classList.contains('current') || li.classList.contains('current'),
+              shown: a.getClientRects().length > 0,
+              under: upLink ? path(upLink) : null};
+    });
+}"""
+
+
+def sidebar_marks(page, page_path) -> list[str]:
+    links = page.evaluate(SIDEBAR)
+    if links is None:
+        return ["no left sidebar"]
+    if not links:
+        return ["the left sidebar has no link to this page"]
+    if not any(link["marked"] and link["shown"] for link in links):
+        return [f"the left sidebar does not mark this page as current and shown ({links})"]
+    if page_path.startswith("api/generated/") and not any(
+            link["under"] and link["under"].startswith("/api/") and "/generated/" not in
+            link["under"] for link in links):
+        return [f"the left sidebar does not show this object under its module's page ({links})"]
+    return []
 
 
 def check_search(browser, base) -> list[str]:
@@ -293,17 +448,18 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html", type=pathlib.Path, default=DEFAULT_HTML,
                         help="the built site (default: docs/_build/html)")
-    parser.add_argument("--static-only", action="store_true", help="skip the browser checks")
-    parser.add_argument("--require-browser", action="store_true",
-                        help="fail when no browser can be started (default: static checks only)")
+    parser.add_argument("--static-only", action="store_true",
+                        help="the static checks alone, no browser (make docs-check BROWSER=0)")
     args = parser.parse_args(argv)
     root = args.html.resolve()
     if not (root / "index.html").exists():
         print(f"{root}/index.html not found: build the site first (make docs)")
         return 1
     problems = static_checks(root)
-    if not args.static_only:
-        problems += browser_checks(root, args.require_browser)
+    if args.static_only:
+        print("browser checks SKIPPED (--static-only): only the static checks ran")
+    else:
+        problems += browser_checks(root)
     for problem in problems:
         print("FAIL", problem)
     print(f"{len(problems)} problems" if problems else "site check passed")

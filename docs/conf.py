@@ -236,12 +236,62 @@ def api_pages_off_the_toctree(app, doctree):
 
     The theme renders the navigation tree on every page; with every generated page in it,
     writing the HTML took most of the build (about 0.1 s a page). The pages stay reachable
-    from their module's tables (and the search); the sidebar lists the module pages.
+    from their module's tables (and the search); the sidebar lists the module pages, and on an
+    object page the object under its module (:func:`api_page_in_sidebar`).
     """
     from sphinx.ext.autosummary import autosummary_toc
 
+    parents = app.env.__dict__.setdefault("brainx_api_parent", {})
     for node in list(doctree.findall(autosummary_toc)):
+        for toctree in node.children:
+            for _, docname in toctree.get("entries", ()):
+                parents.setdefault(docname, app.env.docname)
         node.parent.remove(node)
+
+
+def forget_api_parents(app, env, docname):
+    parents = env.__dict__.get("brainx_api_parent", {})
+    for page in [p for p, parent in parents.items() if parent == docname]:
+        del parents[page]
+
+
+def api_page_in_sidebar(app, pagename, templatename, context, doctree):
+    """The sidebar of a generated API page: its module page's, with the page marked under it.
+
+    The generated pages are off the navigation tree (:func:`api_pages_off_the_toctree`), so on
+    their own their sidebar would have no current entry. Here the theme's navigation tree is
+    the module page's (the page whose table lists the object), its links made relative to
+    ``api/generated/``, with one entry added under the module: this page, marked current.
+    """
+    import html
+    import re
+
+    parent = app.env.__dict__.get("brainx_api_parent", {}).get(pagename)
+    if (parent is None or "toctree" not in context or not pagename.startswith("api/generated/")
+            or parent.count("/") != 1):
+        return
+    builder = app.builder
+    up = "../"       # api/generated/x.html is one folder below the module page api/m.html
+    module_uri = up + builder.get_target_uri(parent).split("/")[-1]
+    name = (context.get("title") or pagename.rsplit("/", 1)[-1]).rsplit(".", 1)[-1]
+    entry = ('<ul class="current"><li class="toctree-l3 current"><a class="current reference '
+             'internal" href="#"><code class="docutils literal notranslate"><span class="pre">'
+             f'{html.escape(name)}</span></code></a></li></ul>')
+
+    def toctree(**kwargs):   # Sphinx's own context["toctree"], for the module page
+        fragment = builder._get_local_toctree(parent, **kwargs)
+        fragment = re.sub(r'href="(?![a-z][a-z0-9+.-]*:|/|#)', f'href="{up}', fragment)
+        # the module's own entry: a link to it (not "#"), not the current page, and this page
+        # under it (Sphinx writes it as <li class="toctree-lN current"><a class="current ..." href="#">)
+        fragment, n = re.subn(
+            r'(<li class="toctree-l(\d) current">)<a class="current reference internal" '
+            r'href="#">(.*?)</a>',
+            lambda m: (f'{m.group(1)}<a class="reference internal" href="{module_uri}">'
+                       f'{m.group(3)}</a>{entry.replace("toctree-l3", f"toctree-l{int(m.group(2)) + 1}")}'),
+            fragment, count=1, flags=re.S)
+        return fragment if n else builder._get_local_toctree(pagename, **kwargs)
+
+    context["toctree"] = toctree
 
 
 def restore_xla_flags(app, env, docnames):
@@ -256,5 +306,8 @@ def setup(app):
     app.connect("env-before-read-docs", restore_xla_flags)
     app.connect("doctree-read", typing_any_is_not_a_filter)
     app.connect("doctree-read", api_pages_off_the_toctree, priority=400)  # before the toctree collector
+    app.connect("env-purge-doc", forget_api_parents)
+    # before the theme (500), which renders the sidebar (cached) while it prepares the page
+    app.connect("html-page-context", api_page_in_sidebar, priority=400)
     app.connect("autodoc-process-docstring", close_field_sections, priority=400)  # before napoleon
     app.connect("autodoc-skip-member", skip_foreign_attributes)

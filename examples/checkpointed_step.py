@@ -9,6 +9,8 @@ temporary memory for both.
 Run: ``python examples/checkpointed_step.py``.
 """
 
+# sphinx_gallery_thumbnail_path = "_static/gallery-thumbs/checkpointed_step.svg"
+
 import argparse
 
 import jax

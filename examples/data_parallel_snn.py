@@ -24,6 +24,8 @@ Run ``python examples/data_parallel_snn.py`` (on a CPU it makes 8 fake devices),
 ``--fast`` for a few-second smoke run.
 """
 
+# sphinx_gallery_thumbnail_path = "_static/gallery-thumbs/data_parallel_snn.svg"
+
 from __future__ import annotations
 
 import argparse

@@ -14,6 +14,8 @@ spike counts agree. Run ``python examples/model_parallel_network.py`` (on a CPU 
 fake devices), or with ``--fast``.
 """
 
+# sphinx_gallery_thumbnail_path = "_static/gallery-thumbs/model_parallel_network.svg"
+
 from __future__ import annotations
 
 import argparse

@@ -13,6 +13,8 @@ Run ``python examples/static_argnums_train_eval.py`` (about 15 s), ``--fast``
 for a smoke run.
 """
 
+# sphinx_gallery_thumbnail_path = "_static/gallery-thumbs/static_argnums_train_eval.svg"
+
 from __future__ import annotations
 
 import argparse
