@@ -30,6 +30,10 @@ from brainx.state import (  # state hooks
     unregister_state_hook,
 )
 
+# brainstate has ``util.breakpoint_if``; it is brainx.transform's function, and brainx.util sits
+# below brainx.transform, so the package that imports both puts it there.
+util.breakpoint_if = transform.breakpoint_if
+
 __version__ = "0.1.0"
 
 __all__ = [

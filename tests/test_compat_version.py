@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from brainx import compat_jax
+from brainx.compat import jax_shim as compat_jax
 from brainx.compat import _version_info
 
 
@@ -43,7 +43,7 @@ def test_brainstate_reports_the_served_version_and_brainx_its_own():
         assert ParamState is brainx.ParamState
         # a served private module is an attribute of brainstate, as on brainstate
         import brainstate._compatible_import
-        assert brainstate._compatible_import.make_debug_info is brainx.compat_jax.make_debug_info
+        assert brainstate._compatible_import.make_debug_info is brainx.compat.jax_shim.make_debug_info
         try:
             brainstate.no_such_name
         except AttributeError as e:

@@ -10,7 +10,7 @@ import pytest
 
 from brainx.transform import (UnsupportedPrimitiveError, fn_to_python_code,
                               jaxpr_to_python_code, register_prim_handler)
-from brainx.transform.core import jaxpr_code
+from brainx.transform.ir import codegen as jaxpr_code
 
 
 def _generated(fn, *args, **kwargs):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import brainx
-from brainx.compat_jax import scan_num_consts_carry
+from brainx._jax.names import scan_num_consts_carry
 from brainx.transform import (
     bounded_while_loop, checkpoint, cond, for_loop, grad, jit, scan, while_loop,
 )

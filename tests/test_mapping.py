@@ -8,7 +8,7 @@ import pytest
 import brainx
 from brainx import transform as bt
 from brainx.errors import BatchAxisError, StateTypeError
-from brainx.compat_jax import scan_num_consts_carry
+from brainx._jax.names import scan_num_consts_carry
 
 
 def _bits(x):

@@ -32,7 +32,7 @@ What it maps:
   ``brainx.errors``, brainstate's private hook modules to brainx's, and
   ``brainstate._compatible_import`` (the JAX names brainstate re-exports:
   ``Primitive``, ``ClosedJaxpr``, ``safe_zip``, ``make_debug_info``, ...) to
-  ``brainx.compat_jax``, which finds them in JAX.
+  ``brainx.compat.jax_shim``, which finds them in JAX.
 
 It also makes a state that a raw JAX trace wrote and did not put back read as
 its value from before that write once the trace has ended, as brainstate goes
@@ -62,7 +62,9 @@ import sys
 import types
 from typing import Any
 
+import brainx   # the package being served (set up by the time the functions here run)
 from brainx.state.lending import set_ended_write_policy, set_raw_write_policy
+from brainx.state.trace import active_traces
 
 __all__ = ["install_as_brainstate", "installed_as_brainstate"]
 
@@ -103,7 +105,6 @@ SERVED_VERSION = "0.6.0"
 
 def installed_as_brainstate() -> bool:
     """Whether ``import brainstate`` gives brainx (:func:`install_as_brainstate` ran)."""
-    import brainx
     present = sys.modules.get("brainstate")
     return present is brainx or (isinstance(present, _ServedBrainstate)
                                  and present.__dict__["_brainx"] is brainx)
@@ -150,8 +151,6 @@ def install_as_brainstate(version: str = SERVED_VERSION) -> None:
     >>> StatefulFunction is brainx.transform.StatefulFunction          # doctest: +SKIP
     True
     """
-    import brainx
-
     present = sys.modules.get("brainstate")
     if isinstance(present, _ServedBrainstate) and present.__dict__["_brainx"] is brainx:
         present.__version__ = version
@@ -180,7 +179,7 @@ def install_as_brainstate(version: str = SERVED_VERSION) -> None:
         sys.modules["brainstate." + private] = _forwarding(
             "brainstate." + private, *(importlib.import_module(n) for n in names))
     sys.modules["brainstate._state"].TRACE_CONTEXT = _TraceContext()
-    sys.modules["brainstate._compatible_import"] = importlib.import_module("brainx.compat_jax")
+    sys.modules["brainstate._compatible_import"] = importlib.import_module("brainx.compat.jax_shim")
     if not any(isinstance(finder, _PrivateToPublic) for finder in sys.meta_path):
         sys.meta_path.append(_PrivateToPublic())
     # brainstate lets code read a state a raw JAX trace wrote after that trace ended (braincell's
@@ -266,7 +265,6 @@ class _TraceContext:
 
     @property
     def state_stack(self) -> list:
-        from brainx.state.trace import active_traces
         return active_traces()
 
     def get_trace_stack_level(self) -> int:

@@ -16,6 +16,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from brainx._jax.internals import xla_bridge
+
 from .env_state import GLOBAL_ENV
 from .keys import HOST_DEVICE_COUNT, PLATFORM, SUPPORTED_PLATFORMS
 
@@ -23,7 +25,8 @@ __all__ = ["set_platform", "get_platform", "set_host_device_count", "get_host_de
 
 
 def _backends_started() -> bool:
-    from jax._src import xla_bridge  # JAX internal; public API has no such query
+    if xla_bridge is None:  # another JAX layout: assume they may have
+        return True
     return xla_bridge.backends_are_initialized()
 
 

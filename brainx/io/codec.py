@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from brainx.transform.control.carry_check import cast_leaf
+from brainx.transform.core.value_types import cast_leaf
 
 __all__ = ["encode_leaf", "decode_leaf", "spec", "spec_of_record", "describe_leaf",
            "describe_record",

@@ -19,7 +19,7 @@ import numpy as np
 from jax.core import Tracer
 
 from brainx.errors import BatchAxisError
-from brainx.lanes import foreign_batch_traces
+from brainx._jax.traces import foreign_batch_traces
 from brainx.pretty_repr.layout import PrettyAttr
 from brainx.random.samplers import Samplers
 from brainx.state.state import State

@@ -16,9 +16,9 @@ from brainx.state.hooks import (
 )
 from brainx.state.state import (
     BatchState, DelayState, HiddenState, LongTermState, NonBatchState, ParamState, ShortTermState,
-    State, StateMetadata, check_state_jax_tracer, check_state_value_tree, maybe_state,
-    structure_changed, structure_epoch,
+    State, StateMetadata, maybe_state, structure_changed, structure_epoch,
 )
+from brainx.state.value_checks import check_state_jax_tracer, check_state_value_tree
 from brainx.state.trace import (
     NewStateCatcher, StateCatcher, StateTraceStack, active_traces, catch_new_states,
 )

@@ -55,7 +55,7 @@ import jax
 from jax.core import Tracer
 
 from brainx.errors import TracerLeakError
-from brainx.lanes import alive_trace_ids
+from brainx._jax.traces import alive_trace_ids
 
 __all__ = ["LENT", "lend", "check_lent", "transform_call", "call_depth", "lend_in_scope",
            "set_ended_write_policy", "set_raw_write_policy", "raw_write_refused"]

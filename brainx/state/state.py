@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from typing import Any, Callable, Iterator, Optional, Tuple
 
 import jax
 import numpy as np
-from jax._src import source_info_util
+from jax.extend import source_info_util
 
 from brainx.errors import ExpiredStateError, StateTypeError
 from brainx.pretty_repr.layout import pretty_str, render
@@ -19,20 +17,21 @@ from brainx.state.hookable import (
 )
 from brainx.state.lending import LENT, check_lent
 from brainx.state.trace import _THREAD, _notify_created, visible_value
+from brainx.util.state_like import StateLike
 from brainx.state.tracer_guard import (
     _check_not_state, admit_first_value, check_no_tracer, expire_if_traced,
 )
 from brainx.state.subclassing import ValueProtocol, bind as bind_value_protocol
 from brainx.state.state_repr import state_pretty_items
 from brainx.state.treefy import TreefyState
+from brainx.state.value_checks import _CHECKS, _check_same_structure, _check_same_tree
 from brainx.state.values import (
     NO_UNIT_TYPES, _ARRAY_TYPES, _Expired, check_unit_kept, describe_value,
 )
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",
-    "DelayState", "NonBatchState", "StateMetadata", "maybe_state", "check_state_value_tree",
-    "check_state_jax_tracer",
+    "DelayState", "NonBatchState", "StateMetadata", "maybe_state",
     "structure_epoch", "structure_changed",
 ]
 
@@ -454,6 +453,9 @@ def _source_info() -> Any:
     return source_info_util.current()  # jax's own record: cheap, symbolised lazily
 
 
+StateLike.register(State)   # what brainx.util's mappings treat as a state
+
+
 class ShortTermState(State):
     """A state that is reset between trials (the running variables of a model)."""
 
@@ -511,78 +513,7 @@ def check_array_value(kind: str, value: Any, what: str = "its value") -> None:
                         "dictionary of them.")
 
 
-class _Checks(threading.local):
-    tree = False
-
-
-_CHECKS = _Checks()
-
-
-@contextlib.contextmanager
-def check_state_value_tree(val: bool = True) -> Iterator[None]:
-    """Inside the block (this thread), a write that changes a state's tree or leaf shapes raises.
-
-    Examples
-    --------
-    >>> import jax.numpy as jnp, brainx
-    >>> s = brainx.State(jnp.zeros(2))
-    >>> with brainx.check_state_value_tree():
-    ...     try:
-    ...         s.value = jnp.zeros(3)
-    ...     except brainx.StateTypeError as e:
-    ...         print("refused")
-    refused
-    """
-    old, _CHECKS.tree = _CHECKS.tree, val
-    try:
-        yield
-    finally:
-        _CHECKS.tree = old
-
-
-def _check_same_tree(state: State, value: Any) -> None:
-    old = state._value if not _THREAD.frames else _THREAD.frames[-1]._peek_value(state)
-    if old is None or type(old) is _Expired:
-        return
-    old_leaves, old_tree = jax.tree.flatten(old)
-    new_leaves, new_tree = jax.tree.flatten(value)
-    if old_tree != new_tree or any(np.shape(a) != np.shape(b)
-                                   for a, b in zip(old_leaves, new_leaves)):
-        raise StateTypeError(
-            f"{state!r} was written with a value of another structure or shape "
-            f"({describe_value(value)}) inside check_state_value_tree(). Write a value of the "
-            "same tree and shapes, or leave the check off.")
-
-
 bind_value_protocol(State.__dict__["value"], _check_same_tree)
-
-
-def _check_same_structure(state: State, value: Any) -> None:
-    old = state._value if not _THREAD.frames else _THREAD.frames[-1]._peek_value(state)
-    if old is None or type(old) is _Expired:
-        return
-    old_tree, new_tree = jax.tree.structure(old), jax.tree.structure(value)
-    if old_tree != new_tree:
-        raise StateTypeError(
-            f"{state!r}.restore_value was given a value of another tree structure ({new_tree}, "
-            f"not {old_tree}). restore_value puts back a value of the state; to give the state "
-            "a value of a new structure, assign it: `state.value = new`.")
-
-
-@contextlib.contextmanager
-def check_state_jax_tracer(val: bool = True) -> Iterator[None]:
-    """Brainstate's switch for refusing JAX tracers written outside a transform.
-
-    brainx always refuses them (:class:`~brainx.TracerLeakError`), so this
-    block changes nothing; it is here for programs written for brainstate.
-
-    Examples
-    --------
-    >>> import brainx
-    >>> with brainx.check_state_jax_tracer():
-    ...     s = brainx.State(1.0)
-    """
-    yield
 
 
 class StateMetadata:

@@ -46,7 +46,7 @@ import jax
 from jax.core import Tracer
 
 from brainx.errors import StateTypeError, TracerLeakError
-from brainx.lanes import alive_trace_ids, current_trace, jax_is_tracing
+from brainx._jax.traces import alive_trace_ids, current_trace, jax_is_tracing
 from brainx.state.hookable import HookableState
 from brainx.state.lending import LENT, lend as _lend, raw_write_refused
 from brainx.state.values import _Expired

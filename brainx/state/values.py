@@ -13,7 +13,7 @@ from typing import Any, Optional
 import brainunit as u
 import jax
 import numpy as np
-from jax._src.array import ArrayImpl as _ArrayImpl
+from brainx._jax.internals import ArrayImpl as _ArrayImpl
 
 from brainx.dtype_names import dtype_name
 from brainx.errors import StateTypeError

@@ -14,7 +14,7 @@ from brainx.transform.core.naming import named_call, named_scope
 from brainx.transform.core.state_finder import StateFinder
 from brainx.transform.mapping.module_states import vmap2_new_states
 from brainx.transform.mapping.stateful_mapping import StatefulMapping, vmap2
-from brainx.transform.mapping.unvmap import unvmap
+from brainx.transform.core.unvmap import unvmap
 from brainx.transform.remat.checkpoint import CheckpointedFunction, checkpoint, remat
 from brainx.transform.remat.checkpoint_strategies import (
     Binomial, CheckpointStrategy, Nested, NestedRemat, NoRemat, PerStepRemat,
@@ -24,12 +24,12 @@ from brainx.transform.remat.checkpointed_loops import (
 )
 from brainx.transform.control.conditions import cond, ifelse, switch
 from brainx.transform.core.inspect import eval_shape, make_jaxpr
-from brainx.transform.core.jaxpr_from_eqns import eqns_to_closed_jaxpr, eqns_to_jaxpr
-from brainx.transform.core.jaxpr_inline import inline_jit
-from brainx.transform.core.jaxpr_code import (
+from brainx.transform.ir.from_eqns import eqns_to_closed_jaxpr, eqns_to_jaxpr
+from brainx.transform.ir.inline import inline_jit
+from brainx.transform.ir.codegen import (
     UnsupportedPrimitiveError, fn_to_python_code, jaxpr_to_python_code, register_prim_handler,
 )
-from brainx.transform.core.ir_optimize import (
+from brainx.transform.ir.optimize import (
     algebraic_simplification, common_subexpression_elimination, constant_fold, copy_propagation,
     dead_code_elimination, optimize_jaxpr,
 )

@@ -66,15 +66,6 @@ from brainx.pretty_repr.options import (
 )
 
 
-def __getattr__(name):
-    # ``breakpoint_if`` is brainx.transform's own function, looked up on first use: brainx.transform
-    # imports brainx.util, so importing it here at load time would make an import circle.
-    if name == "breakpoint_if":
-        from brainx.transform import breakpoint_if
-        return breakpoint_if
-    raise AttributeError(f"module 'brainx.util' has no attribute {name!r}")
-
-
 __all__ = [
     "filter", "to_predicate", "WithTag", "PathContains", "PathGlob", "PathRegex", "OfType",
     "Any", "All", "Not", "Everything", "Nothing", "FlattedDict", "NestedDict", "flat_mapping",

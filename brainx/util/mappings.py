@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
 import jax
 
-from brainx.state.state import State
+from brainx.util.state_like import StateLike
 from brainx.util.filter import Filter, to_predicate
 from brainx.util.path import DottedPath
 
@@ -234,7 +234,7 @@ class FlattedDict(_KeysAsAttributes, dict):
 
     def to_dict_values(self) -> Dict[DottedPath, Any]:
         """``{path: state.value}`` (non-state values as they are)."""
-        return {k: v.value if isinstance(v, State) else v for k, v in self.items()}
+        return {k: v.value if isinstance(v, StateLike) else v for k, v in self.items()}
 
     def assign_dict_values(self, data: abc.Mapping) -> None:
         """Write ``data[path]`` into each state (or item); every path must be in ``data``."""
@@ -243,7 +243,7 @@ class FlattedDict(_KeysAsAttributes, dict):
         if missing:
             raise KeyError(f"assign_dict_values: no value given for {missing}.")
         for k, v in list(self.items()):
-            if isinstance(v, State):
+            if isinstance(v, StateLike):
                 v.value = data[k]
             else:
                 self[k] = data[k]

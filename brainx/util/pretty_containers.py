@@ -38,7 +38,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 import jax
 
-from brainx.state.state import State
+from brainx.util.state_like import StateLike
 from brainx.util.mappings import FlattedDict, NestedDict
 from brainx.util.pretty import (
     PrettyAttr, PrettyRepr, PrettyType, pretty_repr_object, yield_unique_pretty_repr_items,
@@ -57,7 +57,7 @@ class MissingKeyError(KeyError, AttributeError):
 
 
 def _state_ref(value: Any) -> Any:
-    if isinstance(value, State):
+    if isinstance(value, StateLike):
         return value.to_state_ref()
     if isinstance(value, dict):
         return type(value)({k: _state_ref(v) for k, v in value.items()})

@@ -160,7 +160,7 @@ class _PrivateToPublic(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__getattr__ = _forwarding(module.__name__, public).__getattr__
 
 
-# brainstate's JAX shim as install_as_brainstate serves it (brainx.compat_jax), --lenient on top
+# brainstate's JAX shim as install_as_brainstate serves it (brainx.compat.jax_shim), --lenient on top
 sys.modules["brainstate._compatible_import"] = _forwarding(
     "brainstate._compatible_import", sys.modules["brainstate._compatible_import"])
 sys.meta_path.insert(0, _PrivateToPublic())  # before install_as_brainstate's (--lenient)

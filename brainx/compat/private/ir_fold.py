@@ -14,7 +14,7 @@ folding engine directly (``brainstate.transform._ir_utils.partial_eval_jaxpr``,
   ``env`` bound (``keep_invars=True``).
 
 An equation brainx would not evaluate ahead of time (effects, callbacks, random keys:
-:func:`brainx.transform.core.ir_passes.is_pure_eqn`) is kept whatever its inputs.
+:func:`brainx.transform.ir.passes.is_pure_eqn`) is kept whatever its inputs.
 The result keeps the jaxpr's ``DebugInfo`` (its source, the names of the inputs kept),
 so JAX does not warn about a jaxpr without one, under ``jax_enable_checks`` too.
 """
@@ -27,9 +27,9 @@ import jax
 import numpy as np
 from jax.extend import core as _core
 
-from brainx.compat_jax import make_debug_info
+from brainx._jax.names import make_debug_info
 from brainx.errors import IRError
-from brainx.transform.core.ir_passes import is_pure_eqn
+from brainx.transform.ir.passes import is_pure_eqn
 
 __all__ = ["CONSTANT_FOLD_BLACKLIST", "constant_fold_blacklist", "partial_eval_jaxpr",
            "constant_fold_jaxpr", "_eval_eqn"]

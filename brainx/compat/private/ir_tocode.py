@@ -1,7 +1,7 @@
 """brainstate's code-generation registry (``_ir_tocode.prim_to_python`` and its decorators).
 
 brainstate keeps one dict, ``prim_to_python``, from a primitive's name to its handler;
-brainx's writer (:mod:`brainx.transform.core.jaxpr_code`) keeps the handlers given to
+brainx's writer (:mod:`brainx.transform.ir.codegen`) keeps the handlers given to
 :func:`~brainx.transform.register_prim_handler` apart from its own rules. Here
 ``prim_to_python`` is a view of both: reading a name gives the registered handler, else
 brainx's rule; writing registers a handler; deleting removes a registered one (a rule of
@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterator
 
 import jax
 
-from brainx.transform.core import jaxpr_code
-from brainx.transform.core.jaxpr_code_rules import RULES, value_code
+from brainx.transform.ir import codegen as jaxpr_code
+from brainx.transform.ir.codegen_rules import RULES, value_code
 
 __all__ = ["prim_to_python", "register_prim_as", "normal_fn"]
 

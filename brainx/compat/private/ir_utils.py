@@ -20,7 +20,7 @@ import numpy as np
 from jax.extend import core as _core
 
 from brainx.errors import IRError, IRValidationError
-from brainx.transform.core.jaxpr_code import UnsupportedPrimitiveError
+from brainx.transform.ir.codegen import UnsupportedPrimitiveError
 
 __all__ = ["IRError", "IRValidationError", "UnsupportedPrimitiveError", "IdentitySet",
            "IdentityMap", "ensure_jaxpr", "check_all_vars", "is_scalar_literal_value",

@@ -10,14 +10,16 @@ from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tupl
 
 import jax
 
+from brainx._jax.internals import batching
 from brainx.compat.private import public_fallback
-from brainx.compat_jax import BatchTracer
 from brainx.errors import BatchAxisError
 from brainx.state.state import State
 from brainx.transform.core.stateful_api import CacheKey
 from brainx.transform.mapping.stateful_mapping import StatefulMapping
 from brainx.transform.mapping.vmap import _leaves_with_axes, state_axes
 from brainx.util.filter import to_predicate
+
+BatchTracer = batching.BatchTracer   # brainstate's _mapping_core imports it
 
 __all__ = ["CacheKey", "_make_hashable", "_flatten_in_out_states", "_remove_axis",
            "_get_batch_size", "_format_state_axes", "make_identity_predicate",

@@ -28,9 +28,9 @@ import numpy as np
 from brainx.transform.core.arguments import no_function
 from brainx.errors import ArgnumsError
 from brainx.graph.node import Node
-from brainx.lanes import current_trace, owned_traces
+from brainx._jax.traces import current_trace, owned_traces
 from brainx.state.state import ParamState, State
-from brainx.transform.control.carry_check import describe_type
+from brainx.transform.core.value_types import describe_type
 from brainx.transform.control.nan_debug import debug_nan_if, has_nan_or_inf
 from brainx.state.lending import transform_call
 from brainx.transform.core.jaxpr_builder import inside_brainx_trace

@@ -8,7 +8,7 @@ import jax
 
 from brainx.state.state import State
 from brainx.transform.autodiff.gradients import StateDifferentiation, _is_state
-from brainx.transform.control.carry_check import describe_type
+from brainx.transform.core.value_types import describe_type
 from brainx.transform.core.stateful import (
     StaticLeaves, is_array_leaf, peek_state_values, write_state_values,
 )

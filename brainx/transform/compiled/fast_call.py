@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional, Sequence
 
-from jax._src import config as _config
+from brainx._jax.internals import config as _config
 
 from brainx.environ.reads import VERSION
 from brainx.state.state import _EPOCH

@@ -16,8 +16,8 @@ jit options, argument signature, abstract values, mesh), exactly where
 with no trace; anything else (another argument type, another context) misses
 the cache and traces as usual.
 
-This reaches into ``jax._src.pjit``; JAX has no public way to give ``jax.jit``
-a jaxpr. It is done only where the parameters are plain (no shardings,
+This reaches into JAX's private pjit module (through :mod:`brainx._jax.internals`);
+JAX has no public way to give ``jax.jit`` a jaxpr. It is done only where the parameters are plain (no shardings,
 layouts, devices or meshes: those go through JAX's own trace, which resolves
 them), and any change in JAX's private names turns it off for the process
 (:data:`AVAILABLE`), leaving JAX to trace as before.
@@ -32,20 +32,19 @@ import jax
 
 from brainx.transform.core.state_values import is_single_array
 
-try:
-    from jax._src import api_util as _api_util
-    from jax._src import config as _config
-    from jax._src import core as _core
-    from jax._src import pjit as _pjit
-    from jax._src import tree_util as _tree_util
-    from jax.extend.core import ClosedJaxpr as _ClosedJaxpr
-    from jax._src.lib import jax_jit as _jax_jit
-    from jax._src.sharding_impls import UnspecifiedValue as _Unspecified
-    from jax._src.util import fun_name as _fun_name
-    AVAILABLE = all(hasattr(_pjit, name) for name in (
-        "_infer_params_cached", "get_ctx_mesh", "PjitParams", "UNSPECIFIED"))
-except ImportError:  # pragma: no cover - another JAX layout
-    AVAILABLE = False
+from jax.extend.core import ClosedJaxpr as _ClosedJaxpr
+
+from brainx._jax.internals import UnspecifiedValue as _Unspecified
+from brainx._jax.internals import api_util as _api_util
+from brainx._jax.internals import config as _config
+from brainx._jax.internals import core as _core
+from brainx._jax.internals import fun_name as _fun_name
+from brainx._jax.internals import jax_jit as _jax_jit
+from brainx._jax.internals import pjit as _pjit
+from brainx._jax.internals import tree_util as _tree_util
+
+AVAILABLE = _pjit is not None and all(hasattr(_pjit, name) for name in (
+    "_infer_params_cached", "get_ctx_mesh", "PjitParams", "UNSPECIFIED"))
 
 __all__ = ["prime", "AVAILABLE"]
 

@@ -27,7 +27,7 @@ import jax.extend.core as jcore
 import numpy as np
 from jax.core import Tracer
 
-from brainx.transform.control.carry_check import cast_leaf, describe_type, joined_type
+from brainx.transform.core.value_types import cast_leaf, describe_type, joined_type
 
 __all__ = ["BranchOutputs"]
 

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from brainx.transform.control.branch_outputs import BranchOutputs
-from brainx.transform.control.carry_check import keep_weak_types
+from brainx.transform.core.value_types import keep_weak_types
 from brainx.transform.control.loop_cache import run_compiled_once
 from brainx.transform.core.state_union import StateUnion, UnionSignature
 from brainx.transform.core.stateful import read_state_values, write_state_values

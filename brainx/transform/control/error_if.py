@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from jax.core import Tracer
 
-from brainx.transform.mapping.unvmap import unvmap
+from brainx.transform.core.unvmap import unvmap
 
 __all__ = ["jit_error_if"]
 

@@ -29,10 +29,10 @@ import jax.numpy as jnp
 
 from brainx.errors import StepOutputError
 from brainx.state.trace import StateTraceStack
-from brainx.transform.control.carry_check import (
+from brainx.transform.core.value_types import (
     cast_like, describe_type, has_weak_leaf, keep_weak_types, promote_weak, same_type,
 )
-from brainx.transform.remat.segment_plan import SegmentPlan
+from brainx.transform.control.segment_plan import SegmentPlan
 from brainx.transform.control.loop_cache import run_compiled_once
 from brainx.transform.control.progress_bar import ProgressBar, as_progress_bar
 from brainx.transform.core.state_union import StateUnion, UnionSignature

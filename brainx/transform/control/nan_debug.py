@@ -29,7 +29,7 @@ from jax.experimental import checkify
 
 from brainx.transform.core.arguments import function_name
 from brainx.transform.core.stateful import StatefulFunction, read_state_values
-from brainx.transform.mapping.unvmap import unvmap
+from brainx.transform.core.unvmap import unvmap
 
 __all__ = ["debug_nan", "debug_nan_if", "breakpoint_if", "has_nan_or_inf"]
 

@@ -8,9 +8,9 @@ that is run, and JAX never sees a state's concrete value while tracing a brainx
 transform (a concrete value seen there would be baked into the jaxpr as a
 constant, and cached with it by any raw ``jax.jit`` helper the function calls).
 
-This is the only module that reaches into JAX internals
-(``jax._src.interpreters.partial_eval``): JAX has no public way to add an
-input to a trace in progress. The rest of brainx calls :func:`trace_to_jaxpr`
+It uses JAX's private tracing machinery (partial evaluation's dynamic trace,
+through :mod:`brainx._jax.internals`): JAX has no public way to add an input
+to a trace in progress. The rest of brainx calls :func:`trace_to_jaxpr`
 and :func:`new_input`.
 
 JAX's caches and raw helpers. A raw ``jax.jit`` / ``lax.scan`` /
@@ -40,24 +40,20 @@ import threading
 from typing import Any, Callable, List, Sequence, Tuple
 
 import jax
-from jax._src import api_util as _api_util
-from jax._src import config as _config
-from jax._src import core as _core
-from jax._src import linear_util as _lu
-from jax._src import mesh as _mesh_lib
-from jax._src import source_info_util as _source_info_util
-from jax._src.array import ArrayImpl as _ArrayImpl
-from jax._src.interpreters import partial_eval as _pe
-try:
-    from jax._src.effects import JaxprInputEffect as _JaxprInputEffect
-except ImportError:  # pragma: no cover - older JAX: no input effects to rename
-    _JaxprInputEffect = ()
-try:
-    from jax._src.random.prng import PRNGKeyArray as _PRNGKeyArray
-except ImportError:  # jax before the random package moved
-    from jax._src.prng import PRNGKeyArray as _PRNGKeyArray
+from jax.extend import source_info_util as _source_info_util
 
-__all__ = ["trace_to_jaxpr", "new_input", "note_raw_capture", "cache_boundary", "current_trace",
+from brainx._jax.internals import ArrayImpl as _ArrayImpl
+from brainx._jax.internals import JaxprInputEffect as _JaxprInputEffect
+from brainx._jax.internals import PRNGKeyArray as _PRNGKeyArray
+from brainx._jax.internals import api_util as _api_util
+from brainx._jax.internals import config as _config
+from brainx._jax.internals import core as _core
+from brainx._jax.internals import linear_util as _lu
+from brainx._jax.internals import mesh as _mesh_lib
+from brainx._jax.internals import partial_eval as _pe
+from brainx._jax.traces import current_trace
+
+__all__ = ["trace_to_jaxpr", "new_input", "note_raw_capture", "cache_boundary",
            "inside_brainx_trace", "jax_context",
            "abstractify", "eval_jaxpr",
            "CONCRETE_TYPES", "jit_disabled"]
@@ -158,11 +154,6 @@ def cache_boundary() -> None:
         _KEY.captured = False
         if _KEY.depth:
             _TRACE_ID.set_local(_KEY.id)
-
-
-def current_trace() -> Any:
-    """The innermost active JAX trace of this thread."""
-    return _core.trace_ctx.trace
 
 
 def abstractify(x: Any) -> Any:

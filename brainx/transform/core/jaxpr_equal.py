@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Dict, Sequence
 
 import numpy as np
-from jax._src import linear_util as _lu
+from brainx._jax.internals import linear_util as _lu
 from jax.extend import core as _core
 
 from brainx.util.equality import same_value

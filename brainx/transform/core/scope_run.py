@@ -23,10 +23,11 @@ import jax
 from jax.core import Tracer
 
 from brainx.errors import StateTypeError, TracerLeakError
-from brainx.lanes import alive_trace_ids
+from brainx._jax.traces import alive_trace_ids
 from brainx.state.state import State
 from brainx.state.trace import TransformScope
-from brainx.transform.core.jaxpr_builder import cache_boundary, current_trace, note_raw_capture
+from brainx._jax.traces import current_trace
+from brainx.transform.core.jaxpr_builder import cache_boundary, note_raw_capture
 from brainx.transform.core.state_values import LEAF, WrittenSpec, is_array_leaf, is_single_array
 
 __all__ = ["ScopeRecord", "run_in_scope", "refuse_state_arguments", "OutsideTrace"]
@@ -165,7 +166,7 @@ def _refuse_state_outputs(out_leaves: Sequence[Any], where: str) -> None:
 
 
 def _refuse_foreign_tracers(state: State, value: Any, alive: set, where: str) -> None:
-    """Raise if ``value`` holds a tracer of a trace not in ``alive`` (:func:`~brainx.lanes.alive_trace_ids`).
+    """Raise if ``value`` holds a tracer of a trace not in ``alive`` (:func:`~brainx._jax.traces.alive_trace_ids`).
 
     Such a tracer was written by a raw JAX transform (``jax.jit``,
     ``lax.scan``, ...) nested in the brainx one: it has died with that

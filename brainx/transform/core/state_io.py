@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import jax
 from jax.core import Tracer
 
-from brainx.lanes import jax_is_tracing
+from brainx._jax.traces import jax_is_tracing
 from brainx.state.state import State, check_no_tracer
 from brainx.state.trace import _THREAD
 from brainx.transform.core.state_values import StaticLeaves, _as_array, as_input, is_array_leaf

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from brainx.state.state import State
-from brainx.transform.control.carry_check import check_state_types
+from brainx.transform.core.value_types import check_state_types
 from brainx.transform.core.stateful import StatefulFunction, StateSignature
 
 __all__ = ["StateUnion", "UnionSignature"]

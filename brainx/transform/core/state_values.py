@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence, Tuple
 import jax
 import numpy as np
 from jax.core import Tracer
-from jax._src.array import ArrayImpl
+from brainx._jax.internals import ArrayImpl
 
 #: The tree structure of a single leaf.
 LEAF = jax.tree.structure(0)

@@ -57,6 +57,7 @@ from brainx.transform.core.jaxpr_builder import (
 )
 from brainx.transform.core.scope_run import refuse_state_arguments, run_in_scope
 from brainx.transform.core.jaxpr_equal import jaxprs_equal
+from brainx.transform.ir.optimize import _pipeline, optimize_jaxpr
 from brainx.transform.core.cache_check import (
     check_same_trace, enabled as check_enabled, tracing_fresh,
 )
@@ -316,7 +317,6 @@ class StatefulFunction(StatefulFunctionAPI):
         self.return_only_write = return_only_write
         self.ir_optimizations = None
         if ir_optimizations is not None:
-            from brainx.transform.core.ir_optimize import _pipeline  # checks the names now
             self.ir_optimizations = _pipeline(ir_optimizations)
         if axis_env:
             raise NotImplementedError(
@@ -427,7 +427,6 @@ class StatefulFunction(StatefulFunctionAPI):
         with env_reads.recording() as settings:
             jaxpr, consts = trace_to_jaxpr(traced, in_avals, self.name)
         if self.ir_optimizations is not None:
-            from brainx.transform.core.ir_optimize import optimize_jaxpr
             jaxpr = optimize_jaxpr(jaxpr, optimizations=self.ir_optimizations)
         trace = self._reuse_jaxpr(key, JaxprTrace(
             jaxpr=jaxpr, consts=consts, arg_mask=arg_mask,

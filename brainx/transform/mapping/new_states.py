@@ -23,7 +23,7 @@ import numpy as np
 
 from brainx.transform.core.arguments import no_function
 from brainx.errors import BatchAxisError
-from brainx.lanes import is_batched_along
+from brainx._jax.traces import is_batched_along
 from brainx.state.state import NonBatchState, State
 from brainx.state.trace import _THREAD, catch_new_states
 from brainx.transform.core.state_filter import state_predicate

@@ -41,7 +41,7 @@ from typing import Any, Callable, Dict, Optional, Union
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from brainx.lanes import current_trace, owned_traces
+from brainx._jax.traces import current_trace, owned_traces
 from brainx.state.state import State
 from brainx.transform.core.arguments import function_name, no_function
 from brainx.transform.core.stateful import (

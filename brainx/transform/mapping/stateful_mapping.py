@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, Hashable, Iterable, List, Optional, Sequ
 import jax
 
 from brainx.errors import BatchAxisError
-from brainx.lanes import current_trace, owned_traces
+from brainx._jax.traces import current_trace, owned_traces
 from brainx.random.state import RandomState
 from brainx.state.refs import StateTable
 from brainx.state.state import State

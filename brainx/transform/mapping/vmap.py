@@ -22,7 +22,7 @@ import jax.random as jr
 
 from brainx.transform.core.arguments import no_function
 from brainx.errors import BatchAxisError
-from brainx.lanes import current_trace, is_batched_along, owned_traces
+from brainx._jax.traces import current_trace, is_batched_along, owned_traces
 from brainx.random.state import RandomState
 from brainx.state.state import State
 from brainx.transform.control.loops import for_loop, infer_length

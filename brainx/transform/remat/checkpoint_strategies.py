@@ -60,7 +60,7 @@ from typing import Callable, Optional, Sequence, Tuple, Union
 
 from brainx.transform.remat.remat_loops import nested_remat_scan, remat_scan
 from brainx.transform.remat.reverse_loops import vjp_scan
-from brainx.transform.remat.segment_plan import SegmentPlan
+from brainx.transform.control.segment_plan import SegmentPlan
 
 __all__ = ["CheckpointStrategy", "NoRemat", "PerStepRemat", "NestedRemat", "Nested", "Binomial",
            "as_strategy", "with_policy", "POLICY_STRATEGIES", "segment_sizes", "default_levels",

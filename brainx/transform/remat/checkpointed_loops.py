@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import jax
 
-from brainx.transform.control.carry_check import keep_weak_types
+from brainx.transform.core.value_types import keep_weak_types
 from brainx.transform.remat.checkpoint_strategies import (
     Binomial, CheckpointStrategy, as_strategy, with_policy,
 )

@@ -47,7 +47,7 @@ from brainx.errors import BrainxError
 from brainx.transform.remat.checkpoint_strategies import (
     Binomial, CheckpointStrategy, Nested, PerStepRemat,
 )
-from brainx.transform.remat.segment_plan import SegmentPlan
+from brainx.transform.control.segment_plan import SegmentPlan
 
 __all__ = ["Budgeted", "BudgetChoice", "MemoryBudgetError", "estimate_bytes", "candidates"]
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from brainx.transform.remat.policies import checkpoint_with_policy
-from brainx.transform.remat.segment_plan import SegmentPlan
+from brainx.transform.control.segment_plan import SegmentPlan
 
 __all__ = ["remat_scan", "nested_remat_scan", "take"]
 

@@ -35,7 +35,7 @@ import jax
 import numpy as np
 import jax.extend.core as jex_core
 
-from brainx.compat_jax import scan_num_consts_carry
+from brainx._jax.names import scan_num_consts_carry
 from brainx.transform.remat.state_names import PREFIX, label_of_tag
 from brainx.transform.remat.value_names import AUTO
 

@@ -30,7 +30,7 @@ from jax.core import Tracer
 from jax.custom_derivatives import SymbolicZero, custom_vjp_primal_tree_values
 
 from brainx.transform.remat.policies import checkpoint_with_policy
-from brainx.transform.remat.segment_plan import SegmentPlan
+from brainx.transform.control.segment_plan import SegmentPlan
 from brainx.transform.remat.remat_loops import take
 from brainx.transform.remat.treeverse import treeverse
 

@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 import jax
 import numpy as np
 
+from brainx._jax.names import scan_num_consts_carry
+
 if TYPE_CHECKING:  # (jaxpr_code imports this module: the writer reads the rules, not back)
-    from brainx.transform.core.jaxpr_code import CodeWriter
+    from brainx.transform.ir.codegen import CodeWriter
 
 __all__ = ["RULES", "value_code", "generic_rule"]
 
@@ -316,7 +318,6 @@ def _invars(jaxpr: Any) -> list:
 
 
 def _scan(w: CodeWriter, eqn: Any, ops: list):
-    from brainx.compat_jax import scan_num_consts_carry
     p = eqn.params
     n_consts, n_carry = scan_num_consts_carry(p)
     invars = _invars(p["jaxpr"])

@@ -3,7 +3,7 @@
 Every pass takes a ``Jaxpr`` or a ``ClosedJaxpr`` and gives back the same kind,
 computing the same function: the same input and output variables (the very
 objects), the same constants and effects, every effectful equation kept in its
-place. The rewriting itself is in :mod:`brainx.transform.core.ir_passes`.
+place. The rewriting itself is in :mod:`brainx.transform.ir.passes`.
 
 XLA makes these rewrites again when a function is compiled; the passes are for
 reading a jaxpr (``jaxpr_to_python_code``), counting its equations, and for
@@ -17,7 +17,7 @@ from typing import Callable, Dict, Optional, Sequence, Tuple, TypeVar, Union
 from jax.extend import core as jcore
 
 from brainx.errors import IRValidationError
-from brainx.transform.core import ir_passes
+from brainx.transform.ir import passes as ir_passes
 
 __all__ = [
     "constant_fold", "dead_code_elimination", "common_subexpression_elimination",

@@ -17,12 +17,10 @@ import contextlib
 import threading
 from typing import Any, Iterator, List, Optional, Tuple
 
-try:  # JAX internals: without them (another JAX layout) the check is skipped, nothing breaks
-    from jax._src import core as _core
-    from jax._src.interpreters import batching as _batching
-    _core.trace_ctx  # noqa: B018 - the stackless trace context this module walks
-except (ImportError, AttributeError):  # pragma: no cover - depends on the JAX version
-    _core = _batching = None
+import jax
+
+from brainx._jax.internals import batching as _batching
+from brainx._jax.internals import core as _core
 
 __all__ = ["current_trace", "alive_trace_ids", "owned_traces", "foreign_batch_traces", "is_batched_along",
            "jax_is_tracing"]
@@ -40,12 +38,12 @@ _OWNED = _Owned()
 
 def jax_is_tracing() -> bool:
     """Whether any JAX transform is tracing in this thread (``True`` when unknown)."""
-    return _core is None or not isinstance(_core.trace_ctx.trace, _core.EvalTrace)
+    return not isinstance(_core.trace_ctx.trace, _core.EvalTrace)
 
 
 def current_trace() -> Any:
     """The innermost active JAX trace (an ``EvalTrace`` outside every transform)."""
-    return None if _core is None else _core.trace_ctx.trace
+    return _core.trace_ctx.trace
 
 
 def alive_trace_ids(trace: Any = None) -> set:
@@ -82,8 +80,6 @@ def foreign_batch_traces(value: Any = None) -> List[Any]:
     A trace along which ``value`` is batched is left out: its lanes already
     differ.
     """
-    if _core is None:  # pragma: no cover - depends on the JAX version
-        return []
     skip = {id(inner): outer for inner, outer in _OWNED.regions}
     found = []
     trace: Optional[Any] = current_trace()
@@ -99,10 +95,6 @@ def foreign_batch_traces(value: Any = None) -> List[Any]:
 
 def is_batched_along(value: Any, trace: Any) -> bool:
     """``value`` (a pytree) has a leaf mapped along the batch trace ``trace``."""
-    import jax
-
-    if _batching is None:  # pragma: no cover - depends on the JAX version
-        return False
     for leaf in jax.tree.leaves(value):
         if (isinstance(leaf, _batching.BatchTracer) and leaf._trace.tag is trace.tag
                 and leaf.batch_dim is not None):

@@ -37,7 +37,8 @@ import jax
 from jax.extend import core as _core
 
 from brainx.errors import IRError
-from brainx.transform.core.jaxpr_code_rules import RULES, generic_rule, value_code
+from brainx.transform.ir.codegen_rules import RULES, generic_rule, value_code
+from brainx.transform.ir.optimize import constant_fold
 
 __all__ = ["jaxpr_to_python_code", "fn_to_python_code", "register_prim_handler",
            "UnsupportedPrimitiveError", "CodeWriter"]
@@ -284,8 +285,6 @@ def fn_to_python_code(fn: Callable, *args: Any, **kwargs: Any) -> str:
         c = a + 1.0
         return c
     """
-    from brainx.transform.core.ir_optimize import constant_fold  # the passes import jax.extend
-
     jaxpr = constant_fold(jax.make_jaxpr(fn)(*args, **kwargs))
     name = getattr(fn, "__name__", None)
     if not isinstance(name, str) or not name.isidentifier():

@@ -29,7 +29,7 @@ from typing import Any, List, Optional, Sequence
 
 from jax.extend import core as _core
 
-from brainx.compat_jax import make_debug_info
+from brainx._jax.names import make_debug_info
 from brainx.errors import IRValidationError
 
 __all__ = ["eqns_to_jaxpr", "eqns_to_closed_jaxpr"]

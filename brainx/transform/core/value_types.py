@@ -1,11 +1,13 @@
-"""Check that the states a loop step (or a branch) writes keep their type.
+"""The types of state values: compare, describe, promote and cast them (the core's value-type helpers).
 
 A state written inside ``scan``, ``while_loop`` or a branch of ``cond``
 travels as part of a loop carry or a branch output, so JAX requires its new
 value to have exactly the type of the old one. JAX's own error ("carry input
-and carry output must have equal types") cannot name the state; the check
-here runs while the step is traced, before JAX compares the carry, and names
-the state with both types.
+and carry output must have equal types") cannot name the state;
+:func:`check_state_types` runs while the step is traced, before JAX compares
+the carry, and names the state with both types. The other helpers (weak-type
+promotion, :func:`cast_like`, :func:`joined_type`) serve the loops, the
+gradients, checkpointing and saving alike, which is why they live in the core.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, Optional, Sequence, Tuple
 import jax
 import numpy as np
 # The one private JAX function we need: there is no public way to make a weakly typed array.
-from jax._src.lax.lax import _convert_element_type
+from brainx._jax.internals import convert_element_type as _convert_element_type
 
 from brainx.errors import StateTypeError
 from brainx.state.state import State
@@ -128,7 +130,7 @@ def check_state_types(states: Sequence[State], old_values: Sequence[Any],
     Examples
     --------
     >>> import jax.numpy as jnp, brainx
-    >>> from brainx.transform.control.carry_check import check_state_types
+    >>> from brainx.transform.core.value_types import check_state_types
     >>> v = brainx.State(jnp.zeros(3), name="v")
     >>> check_state_types([v], [jnp.zeros(3)], [jnp.ones(3)], "scan")
     >>> check_state_types([v], [jnp.zeros(3)], [jnp.ones(4)], "scan")
@@ -191,7 +193,7 @@ def joined_type(values: Sequence[Any]) -> Tuple[np.dtype, bool]:
     Examples
     --------
     >>> import jax.numpy as jnp
-    >>> from brainx.transform.control.carry_check import joined_type
+    >>> from brainx.transform.core.value_types import joined_type
     >>> joined_type([jnp.asarray(0), 0.5])
     (dtype('float32'), True)
     >>> joined_type([jnp.asarray(0), jnp.int16(1)])
@@ -229,7 +231,7 @@ def promote_weak(old: Any, new: Any) -> Tuple[Any, bool]:
     Examples
     --------
     >>> import jax, jax.numpy as jnp
-    >>> from brainx.transform.control.carry_check import promote_weak
+    >>> from brainx.transform.core.value_types import promote_weak
     >>> value, changed = promote_weak(0, jax.ShapeDtypeStruct((), jnp.float32, weak_type=True))
     >>> changed, value.dtype, value.weak_type
     (True, dtype('float32'), True)

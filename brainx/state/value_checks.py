@@ -1,0 +1,93 @@
+"""Checks on what is written into a state: the same tree and shapes, the same structure.
+
+``check_state_value_tree()`` turns on, for a block of code in this thread, the
+check that a write keeps the state's tree and leaf shapes; ``restore_value``
+always keeps the tree structure. ``check_state_jax_tracer`` is brainstate's
+switch, a no-op here (brainx always refuses a leaked tracer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+import jax
+import numpy as np
+
+from brainx.errors import StateTypeError
+from brainx.state.trace import _THREAD
+from brainx.state.values import _Expired, describe_value
+
+__all__ = ["check_state_value_tree", "check_state_jax_tracer"]
+
+
+class _Checks(threading.local):
+    tree = False
+
+
+_CHECKS = _Checks()
+
+
+@contextlib.contextmanager
+def check_state_value_tree(val: bool = True) -> Iterator[None]:
+    """Inside the block (this thread), a write that changes a state's tree or leaf shapes raises.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp, brainx
+    >>> s = brainx.State(jnp.zeros(2))
+    >>> with brainx.check_state_value_tree():
+    ...     try:
+    ...         s.value = jnp.zeros(3)
+    ...     except brainx.StateTypeError as e:
+    ...         print("refused")
+    refused
+    """
+    old, _CHECKS.tree = _CHECKS.tree, val
+    try:
+        yield
+    finally:
+        _CHECKS.tree = old
+
+
+def _check_same_tree(state: Any, value: Any) -> None:
+    old = state._value if not _THREAD.frames else _THREAD.frames[-1]._peek_value(state)
+    if old is None or type(old) is _Expired:
+        return
+    old_leaves, old_tree = jax.tree.flatten(old)
+    new_leaves, new_tree = jax.tree.flatten(value)
+    if old_tree != new_tree or any(np.shape(a) != np.shape(b)
+                                   for a, b in zip(old_leaves, new_leaves)):
+        raise StateTypeError(
+            f"{state!r} was written with a value of another structure or shape "
+            f"({describe_value(value)}) inside check_state_value_tree(). Write a value of the "
+            "same tree and shapes, or leave the check off.")
+
+
+def _check_same_structure(state: Any, value: Any) -> None:
+    old = state._value if not _THREAD.frames else _THREAD.frames[-1]._peek_value(state)
+    if old is None or type(old) is _Expired:
+        return
+    old_tree, new_tree = jax.tree.structure(old), jax.tree.structure(value)
+    if old_tree != new_tree:
+        raise StateTypeError(
+            f"{state!r}.restore_value was given a value of another tree structure ({new_tree}, "
+            f"not {old_tree}). restore_value puts back a value of the state; to give the state "
+            "a value of a new structure, assign it: `state.value = new`.")
+
+
+@contextlib.contextmanager
+def check_state_jax_tracer(val: bool = True) -> Iterator[None]:
+    """Brainstate's switch for refusing JAX tracers written outside a transform.
+
+    brainx always refuses them (:class:`~brainx.TracerLeakError`), so this
+    block changes nothing; it is here for programs written for brainstate.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> with brainx.check_state_jax_tracer():
+    ...     s = brainx.State(1.0)
+    """
+    yield
