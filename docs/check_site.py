@@ -29,6 +29,7 @@ and every gallery example, and the search page. Each is opened in headless Chrom
   scroll sideways to see the end of a line) or reaches past the content column;
 * **the left sidebar marks the current page**: it holds a link to the page, marked current
   and shown (not in a collapsed branch); on an API object page, under its module's entry;
+* no link in the side columns (the left sidebar, the page's "Contents") reaches past its column;
 * the search page finds ``jit``.
 
 Chromium comes from the system (the ``CHROMIUM`` environment variable, else ``chromium``,
@@ -65,6 +66,7 @@ FIXED_PAGES = [
     ("checkpoint.html", "a guide"),
     ("api/transform.html", "an API module page"),
     ("api/generated/brainx.nn.LIF.html", "an API object page with math"),
+    ("api/generated/brainx.State.html", "an API object page with long method names"),
 ]
 
 #: how Chromium is started here: headless, and nothing fetched behind the page's back (this
@@ -361,7 +363,7 @@ def check_page(browser, base, page_path, what, root) -> list[str]:
         problems.append(f"{page_path} ({what}): raw TeX in the rendered text: "
                         f"...{state['text'][max(0, m.start() - 40):m.end() + 40]}...")
     problems += [f"{page_path} ({what}): {p}" for p in code_not_cut(page) + sidebar_marks(
-        page, page_path)]
+        page, page_path) + side_columns_not_cut(page)]
     print(f"  {page_path:48s} {len(state['images'])} images, {state['math']} math, "
           f"{page.evaluate(COUNT_CODE)} code blocks, {len(problems)} problems")
     page.close()
@@ -411,6 +413,29 @@ SIDEBAR = """() => {
               under: upLink ? path(upLink) : null};
     });
 }"""
+
+
+#: the links of the side columns (the site's tree on the left, the page's "Contents" on the
+#: right) that reach past their column: their end is hidden
+CUT_LINKS = """() => {
+  const cut = [];
+  for (const column of document.querySelectorAll('.bd-sidebar-primary, .bd-sidebar-secondary')) {
+    if (!column.getClientRects().length) continue;
+    const right = column.getBoundingClientRect().right;
+    for (const a of column.querySelectorAll('nav a')) {
+      const text = document.createRange();       // the link's text, not its (block) box
+      text.selectNodeContents(a);
+      if (a.getClientRects().length && text.getBoundingClientRect().right > right + 1)
+        cut.push(a.innerText.trim());
+    }
+  }
+  return cut;
+}"""
+
+
+def side_columns_not_cut(page) -> list[str]:
+    return [f"a link cut at the edge of a side column: {text!r}"
+            for text in page.evaluate(CUT_LINKS)]
 
 
 def sidebar_marks(page, page_path) -> list[str]:

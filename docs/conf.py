@@ -11,7 +11,8 @@ The stack, and why:
   under docs/_build: a tutorial runs again only when its code changes.
 * **sphinx-gallery** runs examples/*.py and puts their printed output and figures on the site
   (docs/gallery/, generated, gitignored; docs/_ext/gallery_hooks.py collects the PNGs the
-  examples save and gives each example small command-line sizes).
+  examples save and gives each example small command-line sizes; the examples that draw no
+  figure name a thumbnail drawn by docs/_ext/gallery_thumbnails.py).
 * **sphinx-book-theme**, **sphinx-copybutton**, **sphinx-design** (cards on the index).
 * **Math offline**: sphinx-mathjax-offline copies MathJax 3 into the site (``_static/mathjax``)
   and points ``mathjax_path`` at it, so no page loads anything from a CDN (``make docs-check``
@@ -76,6 +77,7 @@ autodoc_preserve_defaults = True         # show ``dt=None``, not an evaluated de
 autosummary_generate = True              # docs/api/generated/: one page per public object
 autosummary_generate_overwrite = True
 autosummary_imported_members = True      # the public names are re-exported from submodules
+toc_object_entries_show_parents = "hide"  # "Contents" of a class page: update(), not LIF.update()
 
 
 def _case_safe_filenames():

@@ -102,3 +102,14 @@ def test_the_sidebar_must_mark_the_current_page(browser, cls, marked):
     page.set_content(SIDEBAR.format(cls=cls) + "<article>text</article>")
     assert (check_site.sidebar_marks(page, "a.html") == []) == marked
     page.close()
+
+
+@pytest.mark.parametrize("name, cut", [("update()", False), ("update_from_a_state_dict()", True)])
+def test_a_link_past_the_edge_of_a_side_column_is_found(browser, name, cut):
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_content("<div style='display: flex'><article style='width: 1100px'>text</article>"
+                     "<div class='bd-sidebar-secondary' style='width: 150px; overflow: hidden'>"
+                     f"<nav><a href='#x'><code style='white-space: nowrap'>{name}</code></a>"
+                     "</nav></div></div>")
+    assert bool(check_site.side_columns_not_cut(page)) == cut
+    page.close()
