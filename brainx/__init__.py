@@ -20,7 +20,7 @@ from brainx.state import (
     ParamState, ShortTermState, State, StateCatcher, StateTraceStack, catch_new_states,
     check_state_value_tree, maybe_state,
 )
-from brainx.state.treefy import TreefyState  # noqa: E402  (brainstate's top-level name)
+from brainx.state.snapshots import TreefyState  # noqa: E402  (brainstate's top-level name)
 from brainx.state import FakeState, StateDictManager, check_state_jax_tracer  # noqa: E402
 from brainx.state import (  # state hooks
     GlobalHookRegistry, Hook, HookCancellationError, HookConfig, HookContext, HookError,

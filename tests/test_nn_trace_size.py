@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import brainx
-from brainx.nn.known import as_literal, plus, times
+from brainx.nn.trace_time_values import as_literal, plus, times
 from brainx.nn.surrogate import Arctan, Sigmoid
 
 

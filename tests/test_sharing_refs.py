@@ -30,7 +30,7 @@ import pytest
 
 import brainx
 from brainx import transform
-from brainx.transform.core import bound
+from brainx.transform.core import method_binding
 from sharing_support import close, eager
 
 #: Traces per class name, counted in the methods' Python bodies.
@@ -146,8 +146,8 @@ def test_slotted_instances_are_kept_only_up_to_a_bound(monkeypatch):
             self.h.value = self.h.value + x
             return self.h.value.sum()
 
-    monkeypatch.setattr(bound, "_SLOTS_LIMIT", 8)  # each instance traces: keep it short
-    n = bound._SLOTS_LIMIT + 5
+    monkeypatch.setattr(method_binding, "_SLOTS_LIMIT", 8)  # each instance traces: keep it short
+    n = method_binding._SLOTS_LIMIT + 5
     refs = []
     for _ in range(n):
         m = Slotted(0)
@@ -155,7 +155,7 @@ def test_slotted_instances_are_kept_only_up_to_a_bound(monkeypatch):
         refs.append(weakref.ref(m))
         del m
     gc.collect()
-    assert sum(r() is not None for r in refs) <= bound._SLOTS_LIMIT
+    assert sum(r() is not None for r in refs) <= method_binding._SLOTS_LIMIT
     assert all(r() is None for r in refs[:5])  # the oldest were let go
     kept = next(r() for r in reversed(refs))
     close(kept.step(1.0), (jnp.zeros(4, jnp.float32) + 1.0 + 1.0).sum())

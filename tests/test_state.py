@@ -355,3 +355,36 @@ def test_hidden_group_and_tree_states():
 
     step()
     assert u.math.allclose(t.get_value("i"), jnp.full(2, 2.0) * u.mA)
+
+
+def test_deepcopy_of_states_and_models_is_independent_and_shares_the_creation_record():
+    """``copy.deepcopy`` of states (alone, in dicts, in a StateDictManager) and of models (a
+    target network, a snapshot): JAX's traceback in a state's creation record cannot be
+    copied; a copied State shares the record and copies everything else."""
+    import copy
+
+    import brainunit as u
+
+    with brainx.environ.context(dt=0.1 * u.ms):
+        net = brainx.nn.Sequential(brainx.nn.Linear(3, 4), brainx.nn.ReLU())
+        lif = brainx.nn.init_all_states(brainx.nn.LIF(4))
+        pair = {"net": net, "lif": lif, "again": net}          # one module under two names
+        twin = copy.deepcopy(pair)
+        assert twin["net"] is twin["again"] and twin["net"] is not net
+        w, w2 = net.states(brainx.ParamState), twin["net"].states(brainx.ParamState)
+        assert list(w) == list(w2)
+        for path in w:
+            assert w2[path] is not w[path]
+            assert w2[path].name == w[path].name and type(w2[path]) is type(w[path])
+        twin["lif"].V.value = twin["lif"].V.value + 5.0 * u.mV        # the copy moves alone
+        assert np.all(u.get_mantissa(lif.V.value) == 0.0)
+        x = jnp.ones(3)
+        np.testing.assert_array_equal(brainx.transform.jit(twin["net"])(x), net(x))
+        tags = brainx.State(jnp.ones(2), tag={"a"})
+        states = copy.deepcopy({"s": tags, "also": tags, "mgr": brainx.StateDictManager(s=tags)})
+        copied = states["s"]
+        assert states["also"] is copied and states["mgr"]["s"] is copied and copied is not tags
+        assert copied.source_info is tags.source_info                 # shared, not copied
+        copied.tag.add("b")
+        copied.value = jnp.zeros(2)
+        assert tags.tag == {"a"} and float(tags.value.sum()) == 2.0

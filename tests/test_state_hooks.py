@@ -13,7 +13,7 @@ from jax.core import Tracer
 
 import brainx
 from brainx import transform
-from brainx.state.treefy import TreefyState
+from brainx.state.snapshots import TreefyState
 from brainx.state import state as state_module
 from brainx.state.hook_manager import hooks_active
 

@@ -138,7 +138,7 @@ def test_dict_manager_add_unique_and_subclass_type_kept():
     obj = m["a"]
     assert m.add_unique_value("b", obj) is False and "b" not in m
     m.add_unique_key("a", obj)   # same object: fine
-    with pytest.raises(ValueError, match="already exists with a different value"):
+    with pytest.raises(ValueError, match="already holds another object"):
         m.add_unique_key("a", 1001)
     with pytest.raises(TypeError, match="ints only"):
         m.add_unique_key("c", "x")

@@ -4,7 +4,7 @@ Each import says what brainx uses it for and what public API would replace it;
 when JAX publishes one, the users switch to it and the line goes. The required
 ones fail at import on a JAX that moved them (brainx cannot run without them);
 the optional ones are ``None`` where a JAX lacks them, and their users fall
-back (``jit_prime`` then lets ``jax.jit`` trace again, ``environ`` assumes the
+back (``jit_cache_seed`` then lets ``jax.jit`` trace again, ``environ`` assumes the
 backends may have started).
 """
 
@@ -52,7 +52,7 @@ try:  # whether XLA's backends have started (a platform can no longer change). P
     from jax._src import xla_bridge
 except ImportError:  # pragma: no cover - depends on the JAX version
     xla_bridge = None
-try:  # jax.jit's cache of traces, which jit_prime fills with a trace brainx made. Public: none
+try:  # jax.jit's cache of traces, which jit_cache_seed fills with a trace brainx made. Public: none
     from jax._src import pjit
     from jax._src import tree_util
     from jax._src.lib import jax_jit

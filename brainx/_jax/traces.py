@@ -20,9 +20,10 @@ from typing import Any, Iterator, List, Optional, Tuple
 import jax
 
 from brainx._jax.internals import batching as _batching
+from brainx._jax.internals import config as _config
 from brainx._jax.internals import core as _core
 
-__all__ = ["current_trace", "alive_trace_ids", "owned_traces", "foreign_batch_traces", "is_batched_along",
+__all__ = ["jit_disabled", "DISABLE_JIT", "current_trace", "alive_trace_ids", "owned_traces", "foreign_batch_traces", "is_batched_along",
            "jax_is_tracing"]
 
 
@@ -34,6 +35,24 @@ class _Owned(threading.local):
 
 
 _OWNED = _Owned()
+
+
+#: ``jax.disable_jit()``'s flag (``DISABLE_JIT.value``): what generated call code reads.
+DISABLE_JIT = _config.disable_jit
+
+
+def jit_disabled() -> bool:
+    """Whether ``jax.disable_jit()`` is on: brainx's one test of it.
+
+    Examples
+    --------
+    >>> import jax
+    >>> from brainx._jax.traces import jit_disabled
+    >>> with jax.disable_jit():
+    ...     print(jit_disabled())
+    True
+    """
+    return DISABLE_JIT.value
 
 
 def jax_is_tracing() -> bool:

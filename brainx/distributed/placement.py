@@ -24,7 +24,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from brainx.graph import states as find_states
 from brainx.state.state import State, structure_changed
 from brainx.util.filter import to_predicate
-from brainx.transform.compiled.jit_sharding import check_spec_fits
+from brainx.transform.compiled.device_sharding import check_spec_fits
 from brainx.util.mappings import FlattedDict
 
 __all__ = ["shard_states"]

@@ -23,7 +23,7 @@ from brainx.graph.operations import (
     update_states,
 )
 from brainx.graph.refmap import RefMap
-from brainx.state.treefy import TreefyState
+from brainx.state.snapshots import TreefyState
 from brainx.graph.walk import iter_leaf, iter_node, register_graph_node_type
 
 __all__ = [

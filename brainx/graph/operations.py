@@ -22,7 +22,7 @@ from typing import Any, Tuple, Union
 
 from brainx.graph.structure import GraphDef, merge_indexed, split_indexed
 from brainx.graph.refmap import RefMap
-from brainx.state.treefy import TreefyState
+from brainx.state.snapshots import TreefyState
 from brainx.graph.walk import (
     MAX_INT, graph_node_impl, is_container, iter_leaf, iter_node, node_children, walk_tree,
 )

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from brainx.graph.refmap import RefMap
-from brainx.state.treefy import TreefyState
+from brainx.state.snapshots import TreefyState
 from brainx.graph.walk import (
     graph_node_impl, is_container, is_graph_node, node_children, rebuild_container, walk_tree,
 )

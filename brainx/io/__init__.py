@@ -35,7 +35,7 @@ Examples
 >>> _ = brainx.io.load(path, {"net": fresh, "opt": brainx.optim.Adam(lr=0.1)})  # no weights registered
 Traceback (most recent call last):
 ...
-brainx.io.checkpoint.CheckpointError: brainx.io.load: state 'opt.opt_state' has a different structure ...
+brainx.io.files.CheckpointError: brainx.io.load: state 'opt.opt_state' has a different structure ...
 >>> opt2 = brainx.optim.Adam(lr=0.1)
 >>> opt2.register_trainable_weights(fresh.states(brainx.ParamState))
 >>> _ = brainx.io.load(path, {"net": fresh, "opt": opt2})
@@ -43,7 +43,7 @@ brainx.io.checkpoint.CheckpointError: brainx.io.load: state 'opt.opt_state' has 
 (Unit("mA"), 6.0)
 """
 
-from brainx.io.checkpoint import CheckpointError, load, save
+from brainx.io.files import CheckpointError, load, save
 
 msgpack_save = save  # braintools.file's names
 msgpack_load = load

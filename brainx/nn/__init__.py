@@ -91,7 +91,7 @@ from brainx.nn.params.param_transforms import (
     AffineT, ChainT, ClipT, ExpT, IdentityT, LogT, NegativeT, NegSoftplusT, PositiveT, SigmoidT,
     SoftplusT, SoftsignT, TanhT, Transform,
 )
-from brainx.nn.params.param_transforms_more import (
+from brainx.nn.params.param_constraints import (
     MaskedT, OrderedT, PowerT, ReluT, ScaledSigmoidT, SimplexT, UnitVectorT,
 )
 from brainx.nn.params.regularization import (

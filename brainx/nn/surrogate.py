@@ -41,7 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
-from brainx.nn.known import known_value
+from brainx.nn.trace_time_values import known_value
 
 __all__ = [
     "Surrogate", "heaviside",

@@ -23,7 +23,7 @@ from brainx.state.trace import (
     NewStateCatcher, StateCatcher, StateTraceStack, active_traces, catch_new_states,
 )
 from brainx.state.subclassing import record_state_value_read, record_state_value_write
-from brainx.state.treefy import TreefyState
+from brainx.state.snapshots import TreefyState
 
 __all__ = [
     "State", "ShortTermState", "LongTermState", "ParamState", "HiddenState", "BatchState",

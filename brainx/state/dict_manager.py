@@ -15,8 +15,9 @@ else and adds those operations:
   :meth:`~StateDictManager.subset` group the entries by state type (for
   example parameters apart from the rest).
 
-It is brainstate's ``StateDictManager`` (the part of ``brainstate.util.DictManager``
-that serves states included). One difference: brainstate's checks a value
+It is a :class:`brainx.util.DictManager` (its selection, identity and set
+operations, each returning a ``StateDictManager``) that holds states only, and
+brainstate's ``StateDictManager``. One difference: brainstate's checks a value
 only in ``add_unique_key`` / ``add_unique_value``, so ``mgr['x'] = 3`` is
 accepted there and fails later, in ``collect_values``; here every way in
 (``mgr[k] = v``, the constructor, ``update``, ``setdefault``) refuses a value
@@ -29,58 +30,43 @@ tree map rebuilds a manager of what the function returned for each.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Hashable, Iterable, Tuple, Type, Union
+from typing import Any, Dict, Hashable, Iterable, Tuple
 
 import jax
 
 from brainx.state.state import State
+from brainx.util.dict_manager import DictManager, Selector
 
 __all__ = ["StateDictManager"]
 
-Selector = Union[Type, Tuple[Type, ...], Callable[[Any], bool]]
 
+class StateDictManager(DictManager):
+    """A ``dict`` of named :class:`~brainx.State` objects; read and write their values at once.
 
-def _selects(selector: Selector) -> Callable[[Any], bool]:
-    """A predicate from a state type, a tuple of types, or a predicate."""
-    if isinstance(selector, (type, tuple)):
-        return lambda state: isinstance(state, selector)
-    if callable(selector):
-        return selector
-    raise TypeError(f"Select states with a State type, a tuple of types, or a predicate "
-                    f"`f(state) -> bool`; got {selector!r}.")
-
-
-class StateDictManager(dict):
-    """A ``dict`` of :class:`~brainx.State` objects by name, with value-wise reads and writes.
-
-    Parameters
-    ----------
-    *args, **kwargs
-        What ``dict(...)`` takes; every value must be a State.
-
-    Raises
-    ------
-    TypeError
-        When a value that is not a State is put in (by any means).
+    Takes what ``dict`` takes, every value a State. See the module docstring.
 
     Examples
     --------
     >>> import jax.numpy as jnp, brainx
-    >>> w, h = brainx.ParamState(jnp.ones(2)), brainx.ShortTermState(jnp.zeros(2))
-    >>> states = brainx.StateDictManager(w=w, h=h)
-    >>> {k: v.tolist() for k, v in states.collect_values().items()}
-    {'w': [1.0, 1.0], 'h': [0.0, 0.0]}
-    >>> states.assign_values({"h": jnp.full(2, 5.0)})
-    >>> h.value.tolist()
-    [5.0, 5.0]
-    >>> params, others = states.split_values(brainx.ParamState)
-    >>> sorted(params), sorted(others)
+    >>> mgr = brainx.StateDictManager(w=brainx.ParamState(jnp.ones(2)),
+    ...                               h=brainx.HiddenState(jnp.zeros(2)))
+    >>> mgr.collect_values()["w"]
+    Array([1., 1.], dtype=float32)
+    >>> mgr.assign_values({"h": jnp.full(2, 5.0)})
+    >>> params, rest = mgr.split(brainx.ParamState)
+    >>> list(params), list(rest)
     (['w'], ['h'])
     """
 
     def __init__(self, *args: Any, **kwargs: State):
         super().__init__()
         self.update(*args, **kwargs)
+
+    def _new(self, items: Any = ()) -> "StateDictManager":
+        out = type(self)()
+        for key, value in dict(items).items():
+            dict.__setitem__(out, key, value)       # taken from this manager: states already
+        return out
 
     # -- only states get in -----------------------------------------------------------
     def _check_elem(self, elem: Any, key: Hashable = None) -> None:
@@ -106,44 +92,6 @@ class StateDictManager(dict):
         if key not in self:
             self[key] = default
         return self[key]
-
-    def add_unique_key(self, key: Hashable, val: State) -> None:
-        """Put ``val`` under ``key``, unless ``key`` already holds another state.
-
-        Raises
-        ------
-        ValueError
-            If ``key`` holds a different state (putting the same one again is fine).
-        """
-        self._check_elem(val, key)
-        if key in self:
-            if self[key] is not val:
-                raise ValueError(f"Key {key!r} already holds {self[key]!r}, not {val!r}. "
-                                 "Use another key, or delete the old entry first.")
-        else:
-            self[key] = val
-
-    def add_unique_value(self, key: Hashable, val: State) -> bool:
-        """Put ``val`` under ``key`` unless it is already held (under any key).
-
-        Returns
-        -------
-        bool
-            ``True`` if it was put in, ``False`` if the state was already here.
-
-        Raises
-        ------
-        ValueError
-            If ``key`` holds a different state.
-        """
-        self._check_elem(val, key)
-        if key in self and self[key] is not val:
-            raise ValueError(f"Key {key!r} already holds {self[key]!r}, not {val!r}. "
-                             "Use another key, or delete the old entry first.")
-        if any(v is val for v in self.values()):
-            return False
-        self[key] = val
-        return True
 
     # -- values -----------------------------------------------------------------------
     def collect_values(self) -> Dict[Hashable, Any]:
@@ -182,65 +130,10 @@ class StateDictManager(dict):
         """
         return tuple({k: v.value for k, v in group.items()} for group in self.split(*filters))
 
-    # -- selecting states -------------------------------------------------------------
-    def split(self, *filters: Selector) -> Tuple["StateDictManager", ...]:
-        """The states grouped by ``filters``: one manager per filter, and one for the rest."""
-        tests = [_selects(f) for f in filters]
-        groups = tuple(type(self)() for _ in range(len(tests) + 1))
-        for key, state in self.items():
-            index = next((i for i, test in enumerate(tests) if test(state)), len(tests))
-            dict.__setitem__(groups[index], key, state)
-        return groups
-
-    def subset(self, sep: Selector) -> "StateDictManager":
-        """The entries whose state matches ``sep`` (a State type, a tuple of types, or a predicate)."""
-        return self.split(sep)[0]
-
-    def not_subset(self, sep: Selector) -> "StateDictManager":
-        """The entries whose state does not match ``sep``."""
-        return self.split(sep)[1]
-
-    def unique(self) -> "StateDictManager":
-        """A manager with each state once (the first key that holds it)."""
-        out, seen = type(self)(), set()
-        for key, state in self.items():
-            if id(state) not in seen:
-                seen.add(id(state))
-                dict.__setitem__(out, key, state)
-        return out
-
-    def unique_(self) -> "StateDictManager":
-        """Remove, in place, the keys that hold a state an earlier key holds; returns ``self``."""
-        keep = self.unique()
-        for key in [k for k in self if k not in keep]:
-            del self[key]
-        return self
-
-    def assign(self, *args: Dict[Hashable, State], **kwargs: State) -> None:
-        """Put in the entries of dictionaries of states (not values: see :meth:`assign_values`)."""
-        for arg in args:
-            if not isinstance(arg, dict):
-                raise TypeError(f"assign takes dictionaries of states; got {type(arg).__name__}.")
-            self.update(arg)
-        self.update(kwargs)
-
-    def pop_by_keys(self, keys: Iterable[Hashable]) -> None:
-        """Remove the entries of ``keys`` (those present)."""
-        for key in list(keys):
-            self.pop(key, None)
-
-    def to_dict(self) -> Dict[Hashable, State]:
-        """A plain ``dict`` of the same entries."""
-        return dict(self)
-
     def copy(self) -> "StateDictManager":
         """A shallow copy: a new manager holding the same states."""
-        return type(self)(self)
+        return self._new(self)
 
-    __copy__ = copy
-
-    def __repr__(self) -> str:
-        return f"StateDictManager({dict.__repr__(self)})"
 
 
 def _flatten_with_keys(mgr: StateDictManager):

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 from brainx.state.global_hooks import GlobalHookRegistry
 from brainx.state.hook_manager import HookManager
 from brainx.state.hooks import Hook, HookContext, HookHandle, HookType
-from brainx.state.refs import StateRef
+from brainx.state.weak_refs import StateRef
 
 __all__ = ["HookableState", "fire_read", "fire_write_before", "fire_write_after",
            "fire_restore", "fire_init", "has_hooks_for"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy as _copy
 from typing import Any, Callable, Iterator, Optional, Tuple
 
 import jax
@@ -23,7 +24,7 @@ from brainx.state.tracer_guard import (
 )
 from brainx.state.subclassing import ValueProtocol, bind as bind_value_protocol
 from brainx.state.state_repr import state_pretty_items
-from brainx.state.treefy import TreefyState
+from brainx.state.snapshots import TreefyState
 from brainx.state.value_checks import _CHECKS, _check_same_structure, _check_same_tree
 from brainx.state.values import (
     NO_UNIT_TYPES, _ARRAY_TYPES, _Expired, check_unit_kept, describe_value,
@@ -294,6 +295,20 @@ class State(HookableState, ValueProtocol):
         new._level, new._source = _THREAD.depth, _source_info()
         if _notify_created(new):
             check_no_tracer(new, new._value)
+        return new
+
+    def __deepcopy__(self, memo: dict) -> "State":
+        """A deep copy (value, name, metadata); the record of where it was made is shared.
+
+        That record holds JAX's traceback, which cannot be copied, and it says where
+        the original was made, which the copy was too.
+        """
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for key, item in self.__dict__.items():
+            new.__dict__[key] = item if key == "_source" else _copy.deepcopy(item, memo)
+        if "_value" not in self.__dict__:   # a subclass that keeps the value in a slot
+            new._value = _copy.deepcopy(self._value, memo)
         return new
 
     def copy_from(self, other: "State") -> None:

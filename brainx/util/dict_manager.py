@@ -45,6 +45,11 @@ V = TypeVar("V")
 DM = TypeVar("DM", bound="DictManager")
 
 
+def _taken(key: Any, existing: Any, new: Any) -> str:
+    return (f"Key {key!r} already holds another object ({existing!r}, not {new!r}). Use another "
+            "key, or assign with m[key] = val to replace it.")
+
+
 def _values_test(values: Iterable[Any], by: str) -> Callable[[Any], bool]:
     """``v -> v is among values``, by identity (``by='id'``) or equality (``by='value'``)."""
     if by == "id":
@@ -55,6 +60,19 @@ def _values_test(values: Iterable[Any], by: str) -> Callable[[Any], bool]:
         return lambda v: v in pool
     raise ValueError(f"Invalid comparison method: by={by!r}. Use by='id' (the same object) "
                      f"or by='value' (an equal value).")
+
+
+Selector = Union[Type, Tuple[Type, ...], Callable[[Any], bool]]
+
+
+def selects(selector: Selector) -> Callable[[Any], bool]:
+    """A predicate on values from a type, a tuple of types, or a predicate ``f(value) -> bool``."""
+    if isinstance(selector, (type, tuple)):
+        return lambda value: isinstance(value, selector)
+    if callable(selector):
+        return selector
+    raise TypeError(f"Select with a type, a tuple of types, or a predicate `f(value) -> bool`; "
+                    f"got {selector!r}.")
 
 
 @jax.tree_util.register_pytree_with_keys_class
@@ -84,22 +102,22 @@ class DictManager(dict):
         """Hook for subclasses: raise if ``elem`` may not be added. Accepts anything here."""
 
     # -- selection -------------------------------------------------------------------------
-    def subset(self: DM, sep: Union[Type, Tuple[Type, ...], Callable[[Any], bool]]) -> DM:
-        """The items whose value is an instance of ``sep`` (a type or a tuple of types),
-        or, when ``sep`` is a function (not a class), for which ``sep(value)`` is true."""
-        if callable(sep) and not isinstance(sep, type):
-            return self._new((k, v) for k, v in self.items() if sep(v))
-        return self._new((k, v) for k, v in self.items() if isinstance(v, sep))
+    def subset(self: DM, sep: Selector) -> DM:
+        """The items whose value matches ``sep``: an instance of a type (or of one of a tuple
+        of types), or, when ``sep`` is a function (not a class), for which ``sep(value)`` is true."""
+        return self.split(sep)[0]
 
-    def not_subset(self: DM, sep: Union[Type, Tuple[Type, ...]]) -> DM:
-        """The items whose value is *not* an instance of ``sep``."""
-        return self._new((k, v) for k, v in self.items() if not isinstance(v, sep))
+    def not_subset(self: DM, sep: Selector) -> DM:
+        """The items whose value does *not* match ``sep`` (as :meth:`subset` reads it)."""
+        return self.split(sep)[1]
 
-    def split(self: DM, *types: Type) -> Tuple[DM, ...]:
-        """One manager per type, plus one for the rest; each item goes to its first match."""
-        groups = tuple(self._new() for _ in range(len(types) + 1))
+    def split(self: DM, *selectors: Selector) -> Tuple[DM, ...]:
+        """One manager per selector (a type, a tuple of types or a predicate), plus one for the
+        rest; each item goes to its first match."""
+        tests = [selects(s) for s in selectors]
+        groups = tuple(self._new() for _ in range(len(tests) + 1))
         for k, v in self.items():
-            index = next((i for i, t in enumerate(types) if isinstance(v, t)), len(types))
+            index = next((i for i, test in enumerate(tests) if test(v)), len(tests))
             dict.__setitem__(groups[index], k, v)
         return groups
 
@@ -163,9 +181,7 @@ class DictManager(dict):
         if key not in self:
             self[key] = val
         elif self[key] is not val:
-            raise ValueError(f"Key {key!r} already exists with a different value "
-                             f"(existing: {self[key]!r}, new: {val!r}). Use another key, or "
-                             f"assign with m[key] = val to replace it.")
+            raise ValueError(_taken(key, self[key], val))
 
     def add_unique_value(self, key: Any, val: Any) -> bool:
         """Add ``val`` under ``key`` unless the manager already holds that object.
@@ -183,8 +199,7 @@ class DictManager(dict):
         """
         self._check_elem(val)
         if key in self and self[key] is not val:
-            raise ValueError(f"Key {key!r} already exists with a different value "
-                             f"(existing: {self[key]!r}, new: {val!r}).")
+            raise ValueError(_taken(key, self[key], val))
         self._val_id_to_key = {id(v): k for k, v in self.items()}
         if id(val) in self._val_id_to_key:
             return False

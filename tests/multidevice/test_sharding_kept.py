@@ -1,5 +1,5 @@
-"""A jitted write keeps a state's sharding (8 fake devices; tests/test_cache_smaller_fixes.py has
-the other fixes of this batch).
+"""A jitted write keeps a state's sharding (8 fake devices; tests/test_data_parallel_example.py has
+the one-device case).
 
 A state whose value is spread over devices, with no ``sharding`` attribute of its own, is
 written inside ``brainx.transform.jit`` with a value that does not depend on the old one

@@ -38,7 +38,7 @@ from brainx import environ
 from brainx.nn.dynamics.base import Dynamics
 from brainx.nn.dynamics.affine import is_concrete
 from brainx.nn.dynamics.exp_euler import exp_euler_step
-from brainx.nn.known import as_literal, known_value, plus, times
+from brainx.nn.trace_time_values import as_literal, known_value, plus, times
 from brainx.nn.init import Constant, param
 from brainx.nn.surrogate import ReluGrad, Surrogate
 from brainx.state.state import HiddenState, ShortTermState

@@ -76,7 +76,7 @@ import numpy as np
 
 from brainx.graph.node import Node
 from brainx.state.hook_manager import hooks_active
-from brainx.state.refs import only_brainx_refs
+from brainx.state.weak_refs import only_brainx_refs
 from brainx.state.state import State
 from brainx.dtype_names import dtype_name
 

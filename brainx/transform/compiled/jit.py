@@ -8,14 +8,14 @@ from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
 import jax
 
+from brainx._jax.traces import jit_disabled
 from brainx.environ import reads as env_reads
 from brainx.state.state import _EPOCH, State
 from brainx.util.filter import to_predicate
 from brainx.transform.core import cache_check
 from brainx.transform.core.arguments import no_function
-from brainx.transform.core.bound import bind_to_instance
-from brainx.transform.core.jaxpr_builder import jit_disabled
-from brainx.transform.compiled.fast_call import make_fast_call
+from brainx.transform.core.method_binding import bind_to_instance
+from brainx.transform.compiled.call_codegen import make_fast_call
 from brainx.transform.compiled.jit_entry import InstanceSharing, JitEntry
 from brainx.transform.compiled.static_hint import CONCRETIZATION_ERRORS, add_static_hint
 from brainx.transform.core.stateful import (
@@ -203,7 +203,7 @@ class JittedFunction:
     # -- call -------------------------------------------------------------------
     # ``step(x)`` resolves ``__call__`` through a property whose getter is C
     # (``attrgetter``) to ``self._dispatch``: the entry's generated fast call
-    # (transform/fast_call.py) for a function without static arguments, else
+    # (compiled/call_codegen.py) for a function without static arguments, else
     # ``_general_call``. A call then runs one Python frame around ``jax.jit``.
     __call__ = property(operator.attrgetter("_dispatch"))
 

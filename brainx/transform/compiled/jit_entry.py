@@ -27,14 +27,14 @@ from brainx.environ import reads as env_reads
 from brainx.environ.settings import settings_unchanged
 from brainx.environ.step_values import SettingState
 from brainx.random.state import DEFAULT_SOURCE
-from brainx.state.refs import StateRef
+from brainx.state.weak_refs import StateRef
 from brainx.transform.compiled.instance_sharing import (
     _SCALARS, GraphDefinition, _Identity, _scalar_key, graph_definition,
 )
 from brainx.transform.core.jaxpr_builder import abstractify
 from brainx.transform.core.jaxpr_equal import jaxprs_equal
-from brainx.transform.compiled.jit_prime import prime
-from brainx.transform.compiled.jit_sharding import compile_pure, state_sharding
+from brainx.transform.compiled.jit_cache_seed import prime
+from brainx.transform.compiled.device_sharding import compile_pure, state_sharding
 from brainx.transform.core.stateful import (
     RetraceNeeded, StateSignature, as_input, has_static_leaves,
     read_state_values, same_key,
@@ -86,7 +86,7 @@ class JitEntry:
         # they were last found unchanged at (a list: the generated fast call reads it in place).
         self.env_reads: Dict[Any, Any] = {}
         self.env_version = [env_reads.VERSION[0]]
-        self.fast: Optional[Callable] = None  # set by the owner (see transform/fast_call.py)
+        self.fast: Optional[Callable] = None  # set by the owner (see compiled/call_codegen.py)
         self.n_written = tuple(index[s] for s in write_states)
         self._bind(states)
         self.plans: List[tuple] = []  # (trace, positions, write positions), newest last
@@ -235,7 +235,7 @@ class JitEntry:
         self._find_static()
 
     def prime(self, dyn_args: tuple, dyn_kwargs: dict) -> bool:
-        """Give ``jax.jit`` this entry's one trace for these arguments (see :mod:`.jit_prime`).
+        """Give ``jax.jit`` this entry's one trace for these arguments (see :mod:`.jit_cache_seed`).
 
         The first call then lowers the jaxpr discovery found instead of
         tracing the pure function again. Returns whether it was given.

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from brainx._jax.traces import jit_disabled
 from brainx.transform.control.branch_outputs import BranchOutputs
 from brainx.transform.core.value_types import keep_weak_types
 from brainx.transform.control.loop_cache import run_compiled_once
@@ -119,7 +120,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands) -> Any:
     if not (callable(true_fun) and callable(false_fun)):
         raise TypeError("cond: true_fun and false_fun must be callable.")
     pred = _as_predicate(pred, "cond")
-    if jax.config.jax_disable_jit and not isinstance(pred, jax.core.Tracer):
+    if jit_disabled() and not isinstance(pred, jax.core.Tracer):
         return true_fun(*operands) if pred else false_fun(*operands)
     return _run_branches("cond", ["false branch", "true branch"], pred, (false_fun, true_fun),
                          operands)
@@ -171,7 +172,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands) -> Any:
         return branches[0](*operands)
     index = jax.lax.clamp(np.int32(0), jax.lax.convert_element_type(index, np.int32),
                           np.int32(len(branches) - 1))
-    if jax.config.jax_disable_jit and not isinstance(index, jax.core.Tracer):
+    if jit_disabled() and not isinstance(index, jax.core.Tracer):
         return branches[int(index)](*operands)
     return _run_branches("switch", [f"branch {i}" for i in range(len(branches))], index,
                          branches, operands)

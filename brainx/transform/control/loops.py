@@ -27,6 +27,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, TypeVar
 import jax
 import jax.numpy as jnp
 
+from brainx._jax.traces import jit_disabled
 from brainx.errors import StepOutputError
 from brainx.state.trace import StateTraceStack
 from brainx.transform.core.value_types import (
@@ -255,7 +256,7 @@ def _run_scan(kind: str, f: Callable, init, xs, length: Optional[int], reverse: 
     if isinstance(unroll, bool):  # as jax.lax.scan reads it; also keeps True and 1 apart in keys
         unroll = max(length, 1) if unroll else 1
     bar, bar_key = as_progress_bar(pbar)
-    if jax.config.jax_disable_jit:
+    if jit_disabled():
         return _python_scan(kind, f, init, xs, length, reverse, bar)
     return run_compiled_once(
         [f], (kind, length, bool(reverse), unroll, bar_key) + options,
@@ -490,7 +491,7 @@ def _python_while(kind: str, cond_fun: Callable, body_fun: Callable, val,
 def _run_while(kind: str, cond_fun: Callable, body_fun: Callable, init_val,
                max_steps: Optional[int] = None, base: Optional[int] = None):
     _check_callable(kind, cond_fun=cond_fun, body_fun=body_fun)
-    if jax.config.jax_disable_jit:
+    if jit_disabled():
         init_val, steps, done = _python_while(kind, cond_fun, body_fun, init_val, max_steps)
         if done:
             return init_val

@@ -56,15 +56,10 @@ from brainx._jax.traces import current_trace
 __all__ = ["trace_to_jaxpr", "new_input", "note_raw_capture", "cache_boundary",
            "inside_brainx_trace", "jax_context",
            "abstractify", "eval_jaxpr",
-           "CONCRETE_TYPES", "jit_disabled"]
+           "CONCRETE_TYPES"]
 
 #: What a compiled call returns (concrete, not traced): arrays, and typed PRNG keys.
 CONCRETE_TYPES = frozenset({_ArrayImpl, _PRNGKeyArray})
-
-
-def jit_disabled() -> bool:
-    """``jax.disable_jit()`` is on (read without going through ``jax.config``)."""
-    return _config.disable_jit.value
 
 
 def jax_context() -> tuple:

@@ -20,7 +20,7 @@ from typing import Any, Dict, Hashable, NamedTuple, Sequence, Tuple
 import jax
 
 from brainx.environ.settings import settings_unchanged
-from brainx.state.refs import StateRef
+from brainx.state.weak_refs import StateRef
 from brainx.state.state import _EPOCH, State
 from brainx.state.trace import StateTraceStack
 from brainx.transform.core import cache_check

@@ -48,7 +48,7 @@ from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, is_array_leaf, read_state_values, write_state_values,
 )
 from brainx.transform.mapping.piece_shapes import PieceShapes
-from brainx.transform.compiled.jit_sharding import check_spec_fits, state_sharding
+from brainx.transform.compiled.device_sharding import check_spec_fits, state_sharding
 
 __all__ = ["shard_map", "ShardMappedFunction"]
 

@@ -38,7 +38,7 @@ import jax
 from brainx.errors import BatchAxisError
 from brainx._jax.traces import current_trace, owned_traces
 from brainx.random.state import RandomState
-from brainx.state.refs import StateTable
+from brainx.state.weak_refs import StateTable
 from brainx.state.state import State
 from brainx.transform.core.arguments import function_name, no_function
 from brainx.transform.core.state_filter import state_predicate

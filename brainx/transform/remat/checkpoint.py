@@ -7,9 +7,10 @@ from typing import Callable, Optional, Sequence
 
 import jax
 
+from brainx._jax.traces import jit_disabled
 from brainx.transform.compiled.static_hint import CONCRETIZATION_ERRORS, add_static_hint
 from brainx.transform.core.arguments import no_function
-from brainx.transform.core.bound import bind_to_instance
+from brainx.transform.core.method_binding import bind_to_instance
 from brainx.transform.core.stateful import StatefulFunction, read_state_values, write_state_values
 from brainx.transform.remat.policies import checkpoint_with_policy, uses_state_names
 from brainx.transform.remat.state_names import named_pure, state_paths
@@ -32,7 +33,7 @@ class CheckpointedFunction:
         functools.update_wrapper(self, fun, updated=())
 
     def __call__(self, *args, **kwargs):
-        if jax.config.jax_disable_jit:
+        if jit_disabled():
             return self.fun(*args, **kwargs)
         try:
             return self.stateful.call(self._run, args, kwargs)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import jax
 
+from brainx._jax.traces import jit_disabled
 from brainx.transform.core.value_types import keep_weak_types
 from brainx.transform.remat.checkpoint_strategies import (
     Binomial, CheckpointStrategy, as_strategy, with_policy,
@@ -277,7 +278,7 @@ def checkpointed_while_loop(cond_fun: Callable, body_fun: Callable, init_val, *,
             f"checkpointed_while_loop: checkpoint={checkpoint!r} needs the number of steps in "
             "advance; a while loop's is known only when it ends. Use Binomial(snapshots=...) "
             "(the default), or a checkpointed_scan when the length is fixed.")
-    if jax.config.jax_disable_jit:
+    if jit_disabled():
         init_val, steps, done = _python_while("checkpointed_while_loop", cond_fun, body_fun,
                                               init_val, max_steps)
         if done:

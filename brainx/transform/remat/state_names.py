@@ -31,7 +31,7 @@ import jax.extend.core as jex_core
 from jax.extend.core import get_opaque_trace_state
 
 from brainx.state.state import State
-from brainx.state.refs import StateRef, StateTable
+from brainx.state.weak_refs import StateRef, StateTable
 from brainx.state.trace import StateTraceStack
 
 __all__ = ["PREFIX", "state_tag", "state_of_tag", "label_of_tag", "state_paths", "name_value",

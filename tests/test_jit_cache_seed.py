@@ -1,4 +1,4 @@
-"""`transform.jit` hands `jax.jit` the jaxpr discovery found (transform/compiled/jit_prime.py).
+"""`transform.jit` hands `jax.jit` the jaxpr discovery found (transform/compiled/jit_cache_seed.py).
 
 Each case runs a fresh jitted function twice over: once as it ships, once
 with priming off (``jax.jit`` traces the pure function itself, as before).
@@ -16,9 +16,9 @@ import pytest
 
 import brainx
 from brainx import transform
-from brainx.transform.compiled import jit_entry, jit_prime
+from brainx.transform.compiled import jit_cache_seed, jit_entry
 
-pytestmark = pytest.mark.skipif(not jit_prime.AVAILABLE,
+pytestmark = pytest.mark.skipif(not jit_cache_seed.AVAILABLE,
                                 reason="this JAX's private jit cache is not the one primed")
 
 
@@ -44,11 +44,11 @@ def pure_traces(monkeypatch):
 
 
 def _without_priming(monkeypatch, run):
-    monkeypatch.setattr(jit_prime, "AVAILABLE", False)
+    monkeypatch.setattr(jit_cache_seed, "AVAILABLE", False)
     try:
         return run()
     finally:
-        monkeypatch.setattr(jit_prime, "AVAILABLE", True)
+        monkeypatch.setattr(jit_cache_seed, "AVAILABLE", True)
 
 
 def _values(tree):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Optional, Sequence
 
-from brainx._jax.internals import config as _config
+from brainx._jax.traces import DISABLE_JIT
 
 from brainx.environ.reads import VERSION
 from brainx.state.state import _EPOCH
@@ -44,7 +44,7 @@ __all__ = ["MAX_UNROLLED", "make_fast_call"]
 MAX_UNROLLED = 512
 
 _GLOBALS = {"_EPOCH": _EPOCH, "_ENV": VERSION, "_THREAD": _THREAD, "LENT": LENT,
-            "DISABLE_JIT": _config.disable_jit,
+            "DISABLE_JIT": DISABLE_JIT,
             "CONCRETE_TYPES": CONCRETE_TYPES, "RetraceNeeded": RetraceNeeded}
 
 _TEMPLATE = '''\
