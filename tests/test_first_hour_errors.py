@@ -54,6 +54,46 @@ def test_jit_branch_on_a_state_value_names_data_branching():
     assert float(flag.value) == 1.0                      # the state is unchanged
 
 
+def _scale(x, mode):
+    return x * 2.0 if mode == "double" else x
+
+
+@pytest.mark.parametrize("call, which, fix", [
+    (lambda f: f(jnp.ones(2), "double"), "argument 'mode' (position 1) is a str",
+     "brainx.transform.jit(_scale, static_argnums=(1,)) (or static_argnames=('mode',))"),
+    (lambda f: f(jnp.ones(2), mode="double"), "argument 'mode' is a str",
+     "brainx.transform.jit(_scale, static_argnames=('mode',))"),
+])
+def test_jit_a_string_argument_names_it_and_how_to_make_it_static(call, which, fix):
+    counter = brainx.State(jnp.zeros(()))
+
+    def f(x, mode):
+        counter.value = counter.value + 1
+        return _scale(x, mode)
+    f.__name__ = "_scale"
+
+    with pytest.raises(TypeError) as info:                  # JAX's own type, its text first
+        call(transform.jit(f))
+    message = str(info.value)
+    assert message.startswith("Error interpreting argument to")
+    assert f"brainx: jit(_scale): {which}, which JAX cannot trace" in message
+    assert fix in message and message.count("brainx: ") == 1
+    assert float(counter.value) == 0.0                      # no state written, no tracer left
+    # the fix the message names works, and gives the eager result
+    fixed = transform.jit(f, static_argnames="mode")
+    np.testing.assert_array_equal(fixed(jnp.ones(2), "double"), _scale(jnp.ones(2), "double"))
+    assert float(counter.value) == 1.0
+
+
+def test_jit_a_string_after_a_static_argument_counts_positions_among_all_arguments():
+    def f(x, n, label):
+        return x * n
+
+    with pytest.raises(TypeError, match=r"argument 'label' \(position 2\) is a str.*"
+                                        r"static_argnums=\(2,\)"):
+        transform.jit(f, static_argnums=1)(jnp.ones(2), 3, "x")
+
+
 def test_jit_integer_conversion_of_a_traced_argument_gets_the_hint():
     def total(x, n):
         return sum(x[i] for i in range(n))

@@ -17,7 +17,9 @@ from brainx.transform.core.arguments import no_function
 from brainx.transform.core.method_binding import bind_to_instance
 from brainx.transform.compiled.call_codegen import make_fast_call
 from brainx.transform.compiled.jit_entry import InstanceSharing, JitEntry
-from brainx.transform.compiled.static_hint import CONCRETIZATION_ERRORS, add_static_hint
+from brainx.transform.compiled.static_hint import (
+    CONCRETIZATION_ERRORS, add_non_array_hint, add_static_hint,
+)
 from brainx.transform.core.stateful import (
     StatefulFunction, normalize_argnums, run_with_rediscovery, write_state_values,
 )
@@ -221,8 +223,12 @@ class JittedFunction:
 
     def _call(self, key, dyn_args: tuple, dyn_kwargs: dict, traced: bool = False):
         """A call that needs more than the fast path: a trace, a scope, static leaves."""
-        entry, (out, new_values) = self._run_entry(key, dyn_args, dyn_kwargs, _call_entry,
-                                                   traced=traced)
+        try:
+            entry, (out, new_values) = self._run_entry(key, dyn_args, dyn_kwargs, _call_entry,
+                                                       traced=traced)
+        except TypeError as e:
+            add_non_array_hint(e, "jit", self.fun, self._static_argnums, self._static_argnames)
+            raise
         if new_values:
             write_state_values(entry.write_states, new_values)
         return out

@@ -11,11 +11,12 @@ to that exception's message in place, so it is still JAX's exception, caught as 
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Sequence
+import re
+from typing import Callable, Optional, Sequence
 
 import jax
 
-__all__ = ["CONCRETIZATION_ERRORS", "add_static_hint"]
+__all__ = ["CONCRETIZATION_ERRORS", "add_static_hint", "add_non_array_hint", "is_non_array_error"]
 
 #: the exceptions JAX raises when Python needs the value of a tracer
 CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError,
@@ -75,3 +76,75 @@ def add_static_hint(error: BaseException, transform: str, fun: Callable,
             f"or static_argnames=('name',), and each value gets its own trace. If it is data, "
             f"branch without Python: jnp.where, brainx.transform.cond or brainx.transform.ifelse.")
     error.args = (message + hint, *error.args[1:])
+
+
+_NON_ARRAY = re.compile(r"Error interpreting argument to .* as an abstract array\. The problematic "
+                        r"value is of type (?P<type><class '[^']+'>) and was passed to the function "
+                        r"at path dyn_(?P<where>args\[(?P<pos>\d+)\]|kwargs\['(?P<kw>[^']+)'\])",
+                        re.S)
+
+
+def is_non_array_error(error: BaseException) -> bool:
+    """Whether ``error`` is JAX's refusal of a dynamic argument that is no array (a str, ...)."""
+    return isinstance(error, TypeError) and _NON_ARRAY.search(str(error)) is not None
+
+
+def _original_position(dyn_position: int, static_argnums: Sequence[int]) -> int:
+    """The position among all arguments of dynamic argument ``dyn_position``."""
+    position, seen = 0, -1
+    while True:
+        if position not in static_argnums:
+            seen += 1
+            if seen == dyn_position:
+                return position
+        position += 1
+
+
+def add_non_array_hint(error: BaseException, transform: str, fun: Callable,
+                       static_argnums: Sequence[int] = (),
+                       static_argnames: Sequence[str] = ()) -> None:
+    """Append to JAX's "Error interpreting argument ... as an abstract array" which argument of
+    ``fun`` it was (by name and position) and how to make it static.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> scale = brainx.transform.jit(lambda x, mode: x * 2 if mode == "double" else x)
+    >>> try:
+    ...     scale(1.0, "double")
+    ... except TypeError as e:
+    ...     print(str(e).split("brainx: ")[1][:52])
+    jit(<lambda>): argument 'mode' (position 1) is a str
+    """
+    message = str(error.args[0]) if error.args else ""
+    found = _NON_ARRAY.search(message)
+    if found is None or _MARK in message:
+        return
+    name = getattr(fun, "__name__", "fun")
+    kind = found["type"][len("<class '"):-2].rsplit(".", 1)[-1]
+    statics = tuple(static_argnums) if not isinstance(static_argnums, int) else (static_argnums,)
+    if found["kw"] is not None:
+        which, fix, alt = f"argument {found['kw']!r}", f"static_argnames=('{found['kw']}',)", ""
+    else:
+        position = _original_position(int(found["pos"]), statics)
+        param = _parameter_name(fun, position)
+        which = (f"argument {param!r} (position {position})" if param
+                 else f"argument {position}")
+        fix = f"static_argnums=({position},)"
+        alt = f" (or static_argnames=('{param}',))" if param else ""
+    hint = (f"\n\n{_MARK}{transform}({name}): {which} is a {kind}, which JAX cannot trace. If it "
+            f"is a Python setting (a mode, a flag, a size), make it static: "
+            f"brainx.transform.{transform}({name}, {fix}){alt}; each value then gets its own "
+            f"trace. If it is data, pass it as an array.")
+    error.args = (message + hint, *error.args[1:])
+
+
+def _parameter_name(fun: Callable, position: int) -> Optional[str]:
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if position < len(params) and params[position].kind in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        return params[position].name
+    return None
