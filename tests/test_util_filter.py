@@ -150,3 +150,31 @@ def test_mappings_are_pytrees_keeping_their_keys():
     nested = NestedDict({"x": {"y": jnp.ones(1)}})
     out = jax.jit(lambda t: jax.tree.map(lambda v: 2 * v, t))(nested)
     assert type(out) is NestedDict and type(out["x"]) is NestedDict and out.x.y.tolist() == [2.0]
+
+
+def test_one_filter_language_states_by_identity_everywhere():
+    """A State, or a collection of States, picks those states by identity, in to_predicate and
+    so in every place that takes a filter (states(), StateFinder, vmap's state axes)."""
+    import brainx
+    from brainx.util import IsState, to_predicate
+
+    w, h = brainx.ParamState(jnp.ones(2)), brainx.HiddenState(jnp.zeros(2), tag="rec")
+    twin = brainx.ParamState(jnp.ones(2))                      # equal value, another state
+    for f in (w, [w], (w,), {w}, frozenset([w])):
+        pick = to_predicate(f)
+        assert pick((), w) and not pick((), twin) and not pick((), h)
+    assert isinstance(to_predicate([w, h]), IsState)
+    mixed = to_predicate([w, "rec"])                            # states and other filters: any
+    assert mixed((), w) and mixed((), h) and not mixed((), twin)
+
+    def step():
+        return w.value.sum() + h.value.sum() + twin.value.sum()
+
+    finder = brainx.transform.StateFinder(step, {h, twin})
+    assert set(map(id, finder().values())) == {id(h), id(twin)}
+    # vmap: the states given by identity are batched, the others shared
+    batched = brainx.transform.vmap(lambda x: h.value + x + w.value, in_states={0: h})
+    hs = jnp.arange(6.0).reshape(3, 2)
+    h.value = hs
+    out = batched(jnp.ones((3, 2)))
+    np.testing.assert_allclose(out, hs + 1.0 + 1.0)

@@ -4,8 +4,10 @@ A *filter* is anything :func:`to_predicate` turns into a predicate
 ``(path, x) -> bool``, where ``path`` is the tuple of keys leading to ``x``
 (``("layers", 0, "weight")``) and ``x`` the state or node. The functions that
 collect states (``Module.states``, :func:`brainx.graph.states`,
-``FlattedDict.filter``) and ``catch_new_states(state_to_exclude=...)``
-accept them.
+``FlattedDict.filter``), ``catch_new_states(state_to_exclude=...)``, the state
+axes of ``vmap``/``map`` (``in_states``, ``out_states``, ``state_out_axes``),
+``StateFinder`` and ``jit(donate_states=...)`` accept them: one filter language.
+For a state found by tracing a function the path is ``()``.
 
 =====================  ==================================================
 filter                 picks
@@ -16,7 +18,9 @@ a string ``s``         states tagged ``s`` (:class:`WithTag`, as in
                        ``s`` (:class:`PathGlob`, as brainx always did)
 ``...`` / ``True``     everything (:class:`Everything`)
 ``None`` / ``False``   nothing (:class:`Nothing`)
-a tuple or list        any of its filters (:class:`Any`)
+a ``State``            that state itself (:class:`IsState`)
+a tuple, list or set   any of its filters (:class:`Any`); of states only:
+                       those states (:class:`IsState`)
 a callable             itself: ``f(path, x) -> bool``
 =====================  ==================================================
 
@@ -35,9 +39,10 @@ import typing
 from typing import Callable, Tuple
 
 from brainx.util.path import dotted
+from brainx.util.state_like import StateLike
 
 __all__ = [
-    "to_predicate", "WithTag", "PathContains", "PathGlob", "PathRegex", "OfType",
+    "to_predicate", "IsState", "WithTag", "PathContains", "PathGlob", "PathRegex", "OfType",
     "Any", "All", "Not", "Everything", "Nothing", "Filter", "Predicate",
 ]
 
@@ -58,6 +63,8 @@ def to_predicate(the_filter: Filter) -> Predicate:
     >>> to_predicate("layers.*")(("layers", 0, "w"), w), to_predicate(None)(("w",), w)
     (True, False)
     """
+    if isinstance(the_filter, StateLike):
+        return IsState(the_filter)
     if isinstance(the_filter, str):
         return Any(WithTag(the_filter), PathGlob(the_filter))
     if isinstance(the_filter, type):
@@ -70,11 +77,37 @@ def to_predicate(the_filter: Filter) -> Predicate:
         return Nothing()
     if callable(the_filter):
         return the_filter
-    if isinstance(the_filter, (list, tuple)):
-        return Any(*the_filter)
+    if isinstance(the_filter, (list, tuple, set, frozenset)):
+        items = list(the_filter)
+        if items and builtins.all(isinstance(s, StateLike) for s in items):
+            return IsState(*items)
+        return Any(*items)
     raise TypeError(f"Unsupported filter {the_filter!r}: use a State type, a string (tag or path "
-                    "glob), a predicate f(path, x) -> bool, ..., True/False/None, or a tuple "
-                    "of these.")
+                    "glob), a State or a collection of States, a predicate f(path, x) -> bool, "
+                    "..., True/False/None, or a tuple of these.")
+
+
+class IsState:
+    """These states themselves (by identity, not by equal values).
+
+    Examples
+    --------
+    >>> import brainx
+    >>> from brainx.util import IsState
+    >>> w, h = brainx.ParamState(0.0), brainx.HiddenState(0.0)
+    >>> IsState(w)((), w), IsState(w)((), brainx.ParamState(0.0)), IsState(w, h)((), h)
+    (True, False, True)
+    """
+
+    def __init__(self, *states: typing.Any):
+        self.states = states
+        self._ids = frozenset(map(id, states))
+
+    def __call__(self, path: Tuple, x: typing.Any) -> bool:
+        return id(x) in self._ids
+
+    def __repr__(self) -> str:
+        return f"IsState({', '.join(map(repr, self.states))})"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -320,15 +320,10 @@ class JittedFunction:
 
 
 def _donation_predicate(donate_states: Any) -> Optional[Callable[[Any], bool]]:
-    """``None`` (donate nothing) or a predicate over states, from ``jit(donate_states=...)``."""
+    """``None`` (donate nothing) or a predicate over states, from ``jit(donate_states=...)``
+    (a filter, as :func:`brainx.util.to_predicate` reads it)."""
     if donate_states is False or donate_states is None:
         return None
-    if donate_states is True:
-        return lambda state: True
-    states = donate_states if isinstance(donate_states, (list, tuple)) else [donate_states]
-    if all(isinstance(x, State) for x in states):
-        chosen = {id(x) for x in states}
-        return lambda state: id(state) in chosen
     select = to_predicate(donate_states)
     return lambda state: bool(select((), state))
 

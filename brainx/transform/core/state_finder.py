@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, Hashable, Optional, Sequence
 
 from brainx.state.state import State
 from brainx.transform.core.arguments import function_name
-from brainx.transform.core.state_filter import state_predicate
+from brainx.util.filter import to_predicate
 from brainx.transform.core.stateful import StatefulFunction
 
 __all__ = ["StateFinder"]
@@ -26,7 +26,7 @@ class StateFinder:
     filter : optional
         Keep only the states it selects (a State class, a tag, states, a
         predicate ``(path, state) -> bool``, ...; see
-        :mod:`brainx.transform.core.state_filter`).
+        :mod:`brainx.util.filter`).
     usage : {'all', 'read', 'write', 'both'}
         Every touched state; the states only read; the states written; or
         ``{'read': ..., 'write': ...}``.
@@ -67,7 +67,7 @@ class StateFinder:
         self.usage = usage
         self.return_type = return_type
         self.key_fn = key_fn if key_fn is not None else (lambda i, s: i)
-        self._filter = None if filter is None else state_predicate(filter)
+        self._filter = None if filter is None else to_predicate(filter)
         self.stateful_fn = StatefulFunction(fn, name=f"StateFinder({function_name(fn)})")
 
     def __call__(self, *args, **kwargs) -> Any:

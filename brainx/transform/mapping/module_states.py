@@ -17,7 +17,7 @@ a filter                           0 for the states it selects, the rest as
                                    ``None``: shared; the rest on axis 0
 =================================  ============================================
 
-Filters are those of :mod:`brainx.transform.core.state_filter`. A state
+Filters are those of :mod:`brainx.util.filter`. A state
 matching several entries goes to the first of: ``None``, the other axes in
 the order given, 0.
 """
@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 from brainx.state.state import NonBatchState, State
 from brainx.state.trace import catch_new_states
-from brainx.transform.core.state_filter import state_predicate
+from brainx.util.filter import to_predicate
 from brainx.transform.core.stateful import write_state_values
 from brainx.transform.mapping.new_states import INIT_NO_BATCHING, vmap_new_states
 
@@ -49,8 +49,8 @@ def _axis_rules(state_out_axes: Any) -> List[Tuple[Optional[int], Callable]]:
         state_out_axes = {}
     elif not isinstance(state_out_axes, dict):
         state_out_axes = {0: state_out_axes}
-    user = {axis: state_predicate(f) for axis, f in state_out_axes.items()}
-    shared_tag = state_predicate((NonBatchState, INIT_NO_BATCHING))
+    user = {axis: to_predicate(f) for axis, f in state_out_axes.items()}
+    shared_tag = to_predicate((NonBatchState, INIT_NO_BATCHING))
     rules = [(None, (lambda p, s, f=user[None]: f(p, s) or shared_tag(p, s))
               if None in user else shared_tag)]
     rules += [(axis, f) for axis, f in user.items() if axis not in (None, 0)]

@@ -26,7 +26,7 @@ from brainx.errors import BatchAxisError
 from brainx._jax.traces import is_batched_along
 from brainx.state.state import NonBatchState, State
 from brainx.state.trace import _THREAD, catch_new_states
-from brainx.transform.core.state_filter import state_predicate
+from brainx.util.filter import to_predicate
 from brainx.transform.mapping.vmap import VmappedFunction
 
 __all__ = ["vmap_new_states", "INIT_NO_BATCHING"]
@@ -55,7 +55,7 @@ def _exclusion(state_to_exclude: Any) -> Callable[[State], bool]:
         user = state_to_exclude
     else:
         try:
-            predicate = state_predicate(state_to_exclude)
+            predicate = to_predicate(state_to_exclude)
         except TypeError as e:
             raise TypeError(f"vmap_new_states: state_to_exclude must be a filter (a State class, "
                             f"a tag, a predicate (path, state) -> bool, a tuple of these) or a "

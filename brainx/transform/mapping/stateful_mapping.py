@@ -8,7 +8,7 @@ built on the same :class:`~brainx.transform.VmappedFunction`:
 * **States by filter.** ``state_in_axes`` / ``state_out_axes`` select states
   with a filter (a State class, a tag, states, a predicate; ``{axis:
   filter}`` for other axes than 0; see
-  :mod:`brainx.transform.core.state_filter`), resolved against the states
+  :mod:`brainx.util.filter`), resolved against the states
   each call's trace finds. The trace gives a selected state one lane's
   shape as it first reads it.
 * **Undeclared per-lane writes** follow ``unexpected_out_state_mapping``:
@@ -41,7 +41,7 @@ from brainx.random.state import RandomState
 from brainx.state.weak_refs import StateTable
 from brainx.state.state import State
 from brainx.transform.core.arguments import function_name, no_function
-from brainx.transform.core.state_filter import state_predicate
+from brainx.util.filter import to_predicate
 from brainx.transform.core.stateful import (
     StatefulFunction, StateSignature, is_array_leaf, peek_state_values,
 )
@@ -59,8 +59,8 @@ def _axis_filters(spec: Any) -> List[Tuple[Optional[int], Callable]]:
     if spec is None:
         return []
     if isinstance(spec, dict):
-        return [(axis, state_predicate(f)) for axis, f in spec.items()]
-    return [(0, state_predicate(spec))]
+        return [(axis, to_predicate(f)) for axis, f in spec.items()]
+    return [(0, to_predicate(spec))]
 
 
 class _ScatterNeeded(Exception):
