@@ -16,7 +16,8 @@ from brainx.transform.core import cache_check
 from brainx.transform.core.arguments import no_function
 from brainx.transform.core.method_binding import bind_to_instance
 from brainx.transform.compiled.call_codegen import make_fast_call
-from brainx.transform.compiled.jit_entry import InstanceSharing, JitEntry
+from brainx.transform.compiled.jit_entry import JitEntry
+from brainx.transform.compiled.shared_traces import InstanceSharing
 from brainx.transform.compiled.static_hint import (
     CONCRETIZATION_ERRORS, add_non_array_hint, add_static_hint,
 )
@@ -416,7 +417,7 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
     ``WeakKeyDictionary`` keyed by it, a registry). For such a method pass
     ``share_instances=False``, or set ``__brainx_share_jit__ = False`` on
     the class: each instance then traces its own. See
-    :class:`~brainx.transform.compiled.jit_entry.InstanceSharing`.
+    :class:`~brainx.transform.compiled.shared_traces.InstanceSharing`.
 
     Calls are not atomic: two threads calling a function that writes the
     same state both read its old value, and the later write-back wins. Use a
