@@ -1,6 +1,7 @@
 """The package runs one way: the import graph of brainx/ read from its source.
 
-Every ``import`` of a brainx module is an arrow; importing ``brainx.a.b.c`` also runs the
+Every ``import`` of a brainx module is an arrow (one under ``if TYPE_CHECKING:`` too: a
+circle of types is still a circle); importing ``brainx.a.b.c`` also runs the
 ``__init__`` of ``brainx.a`` and ``brainx.a.b``, so those are arrows too. The checks:
 no circle, no arrow from a lower layer to a higher one (``LAYERS``; inside ``transform/``,
 ``TRANSFORM_LAYERS``), no brainx import inside a function (a deferred import is how a
@@ -45,10 +46,6 @@ def _module_name(path: pathlib.Path) -> str:
 MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
-def _is_type_checking(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
 def _imports(name: str, path: pathlib.Path):
     """``(target module, line, at module level)`` for each brainx import in one file."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -56,8 +53,6 @@ def _imports(name: str, path: pathlib.Path):
 
     def visit(node: ast.AST, top: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            if _is_type_checking(child):
-                continue
             if isinstance(child, ast.Import):
                 found.extend((a.name, child.lineno, top) for a in child.names
                              if a.name.split(".")[0] == "brainx")

@@ -20,17 +20,25 @@ from __future__ import annotations
 import enum
 import inspect
 import math
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence
 
 import jax
 import numpy as np
 
 from brainx._jax.names import scan_num_consts_carry
 
-if TYPE_CHECKING:  # (jaxpr_code imports this module: the writer reads the rules, not back)
-    from brainx.transform.ir.codegen import CodeWriter
+__all__ = ["RULES", "value_code", "generic_rule", "Writer"]
 
-__all__ = ["RULES", "value_code", "generic_rule"]
+
+class Writer(Protocol):
+    """What a rule asks of the writer (:class:`brainx.transform.ir.codegen.CodeWriter`):
+    write a nested ``def`` for a sub-jaxpr and give its name. The writer reads the rules;
+    the rules know the writer only by this."""
+
+    def function(self, jaxpr: Any, prefix: str, groups: Optional[Sequence[tuple]] = None,
+                 bound: Optional[Dict[Any, str]] = None,
+                 returns: Optional[Callable[[List[str]], str]] = None) -> str: ...
+
 
 #: brainx's own rules, by primitive name; a handler given to register_prim_handler comes first
 RULES: Dict[str, Callable] = {}
@@ -140,7 +148,7 @@ def generic_rule(eqn: Any) -> Optional[Callable]:
     if not all(k in accepted for k in wanted):
         return None
 
-    def rule(w: CodeWriter, eqn: Any, ops: list) -> str:
+    def rule(w: Writer, eqn: Any, ops: list) -> str:
         return _call(f"jax.lax.{name}", ops, _kwargs(eqn.params))
     return rule
 
@@ -168,7 +176,7 @@ _REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
 
 
 def _reduction(fn: str) -> Callable:
-    def rule(w: CodeWriter, eqn: Any, ops: list) -> str:
+    def rule(w: Writer, eqn: Any, ops: list) -> str:
         out = eqn.outvars[0].aval.dtype
         extra = f", dtype=jax.numpy.{out.name}" if fn in ("sum", "prod") else ""
         return f"jax.numpy.{fn}({ops[0]}, axis={value_code(tuple(eqn.params['axes']))}{extra})"
@@ -179,30 +187,30 @@ for _name, _fn in _REDUCTIONS.items():
     RULES.setdefault(_name, _reduction(_fn))
 
 
-def _convert(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _convert(w: Writer, eqn: Any, ops: list) -> str:
     return f"jax.lax.convert_element_type({ops[0]}, {value_code(eqn.params['new_dtype'])})"
 
 
-def _broadcast_in_dim(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _broadcast_in_dim(w: Writer, eqn: Any, ops: list) -> str:
     p = eqn.params
     return (f"jax.lax.broadcast_in_dim({ops[0]}, {value_code(tuple(p['shape']))}, "
             f"{value_code(tuple(p['broadcast_dimensions']))})")
 
 
-def _reshape(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _reshape(w: Writer, eqn: Any, ops: list) -> str:
     dims = eqn.params.get("dimensions")
     extra = "" if dims is None else f", dimensions={value_code(tuple(dims))}"
     return f"jax.lax.reshape({ops[0]}, {value_code(tuple(eqn.params['new_sizes']))}{extra})"
 
 
 def _arg_reduction(fn: str) -> Callable:
-    def rule(w: CodeWriter, eqn: Any, ops: list) -> str:
+    def rule(w: Writer, eqn: Any, ops: list) -> str:
         (axis,) = eqn.params["axes"]
         return f"jax.lax.{fn}({ops[0]}, {axis}, {value_code(eqn.params['index_dtype'])})"
     return rule
 
 
-def _dot_general(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _dot_general(w: Writer, eqn: Any, ops: list) -> str:
     p = eqn.params
     extra = ""
     if p.get("precision") is not None:
@@ -213,16 +221,16 @@ def _dot_general(w: CodeWriter, eqn: Any, ops: list) -> str:
             f"{value_code(p['dimension_numbers'])}{extra})")
 
 
-def _concatenate(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _concatenate(w: Writer, eqn: Any, ops: list) -> str:
     return f"jax.lax.concatenate([{', '.join(ops)}], {eqn.params['dimension']})"
 
 
-def _dynamic_slice(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _dynamic_slice(w: Writer, eqn: Any, ops: list) -> str:
     sizes = value_code(tuple(eqn.params["slice_sizes"]))
     return f"jax.lax.dynamic_slice({ops[0]}, {value_code_list(ops[1:])}, slice_sizes={sizes})"
 
 
-def _dynamic_update_slice(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _dynamic_update_slice(w: Writer, eqn: Any, ops: list) -> str:
     return f"jax.lax.dynamic_update_slice({ops[0]}, {ops[1]}, {value_code_list(ops[2:])})"
 
 
@@ -230,29 +238,29 @@ def value_code_list(ops: list) -> str:
     return "(" + ", ".join(ops) + ("," if len(ops) == 1 else "") + ")"
 
 
-def _iota(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _iota(w: Writer, eqn: Any, ops: list) -> str:
     p = eqn.params
     return (f"jax.lax.broadcasted_iota({value_code(p['dtype'])}, {value_code(tuple(p['shape']))}, "
             f"{p['dimension']})")
 
 
-def _sort(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _sort(w: Writer, eqn: Any, ops: list) -> str:
     p = eqn.params
     return (f"jax.lax.sort({value_code_list(ops)}, dimension={p['dimension']}, "
             f"is_stable={p['is_stable']}, num_keys={p['num_keys']})")
 
 
-def _split(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _split(w: Writer, eqn: Any, ops: list) -> str:
     return (f"jax.lax.split({ops[0]}, {value_code(tuple(eqn.params['sizes']))}, "
             f"axis={eqn.params['axis']})")
 
 
-def _squeeze(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _squeeze(w: Writer, eqn: Any, ops: list) -> str:
     return f"jax.lax.squeeze({ops[0]}, {value_code(tuple(eqn.params['dimensions']))})"
 
 
 def _scatter(fn: str) -> Callable:
-    def rule(w: CodeWriter, eqn: Any, ops: list) -> str:
+    def rule(w: Writer, eqn: Any, ops: list) -> str:
         p = eqn.params
         return _call(f"jax.lax.{fn}", ops, _kwargs(
             {k: p.get(k) for k in ("dimension_numbers", "indices_are_sorted",
@@ -273,7 +281,7 @@ for _name, _rule in {"convert_element_type": _convert, "broadcast_in_dim": _broa
     RULES.setdefault(_name, _rule)
 
 
-def _debug_print(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _debug_print(w: Writer, eqn: Any, ops: list) -> str:
     p = eqn.params
     if p.get("static_args"):
         raise TypeError("fn_to_python_code: a jax.debug.print with static arguments")
@@ -294,7 +302,7 @@ def _inner(params: dict, *keys: str) -> Any:
     raise KeyError(keys)
 
 
-def _jit(w: CodeWriter, eqn: Any, ops: list) -> str:
+def _jit(w: Writer, eqn: Any, ops: list) -> str:
     fn = w.function(eqn.params["jaxpr"], "jitted")
     return _one_or_many(eqn, f"jax.jit({fn})({', '.join(ops)})")
 
@@ -305,7 +313,7 @@ def _one_or_many(eqn: Any, expr: str) -> Any:
 
 
 def _nested_call(prefix: str, keys: tuple, wrap: str = "") -> Callable:
-    def rule(w: CodeWriter, eqn: Any, ops: list) -> str:
+    def rule(w: Writer, eqn: Any, ops: list) -> str:
         jaxpr = _inner(eqn.params, *keys)
         fn = w.function(jaxpr, prefix)
         call = f"{wrap}({fn})({', '.join(ops)})" if wrap else f"{fn}({', '.join(ops)})"
@@ -317,7 +325,7 @@ def _invars(jaxpr: Any) -> list:
     return list(getattr(jaxpr, "jaxpr", jaxpr).invars)
 
 
-def _scan(w: CodeWriter, eqn: Any, ops: list):
+def _scan(w: Writer, eqn: Any, ops: list):
     p = eqn.params
     n_consts, n_carry = scan_num_consts_carry(p)
     invars = _invars(p["jaxpr"])
@@ -333,7 +341,7 @@ def _scan(w: CodeWriter, eqn: Any, ops: list):
     return expr, (n_carry, n_ys)
 
 
-def _while(w: CodeWriter, eqn: Any, ops: list):
+def _while(w: Writer, eqn: Any, ops: list):
     p = eqn.params
     nc, nb = p["cond_nconsts"], p["body_nconsts"]
     cond_consts, body_consts, init = ops[:nc], ops[nc:nc + nb], ops[nc + nb:]
@@ -345,7 +353,7 @@ def _while(w: CodeWriter, eqn: Any, ops: list):
     return f"jax.lax.while_loop({cond}, {body}, {_tuple(init)})", (len(init),)
 
 
-def _cond(w: CodeWriter, eqn: Any, ops: list):
+def _cond(w: Writer, eqn: Any, ops: list):
     index, operands = ops[0], ops[1:]
     names = []
     for branch in eqn.params["branches"]:
