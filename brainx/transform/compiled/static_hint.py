@@ -16,7 +16,7 @@ from typing import Callable, Optional, Sequence
 
 import jax
 
-__all__ = ["CONCRETIZATION_ERRORS", "add_static_hint", "add_non_array_hint", "is_non_array_error"]
+__all__ = ["CONCRETIZATION_ERRORS", "add_static_hint", "add_non_array_hint"]
 
 #: the exceptions JAX raises when Python needs the value of a tracer
 CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError,
@@ -25,13 +25,23 @@ CONCRETIZATION_ERRORS = (jax.errors.ConcretizationTypeError,
 _MARK = "brainx: "
 
 
+def _as_tuple(value) -> tuple:
+    """``static_argnums``/``static_argnames`` as given (one int or name, or several) as a tuple."""
+    return (value,) if isinstance(value, (int, str)) else tuple(value)
+
+
+def _parameters(fun: Callable) -> list:
+    """``fun``'s parameters, or ``[]`` when its signature cannot be read."""
+    try:
+        return list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return []
+
+
 def _traced_names(fun: Callable, static_argnums: Sequence[int],
                   static_argnames: Sequence[str]) -> list:
     """The names of ``fun``'s parameters that are traced (not static), or ``[]`` if unknown."""
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return []
+    params = _parameters(fun)
     names = []
     for i, p in enumerate(params):
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -65,8 +75,8 @@ def add_static_hint(error: BaseException, transform: str, fun: Callable,
     if _MARK in message:
         return
     name = getattr(fun, "__name__", "fun")
-    statics = tuple(static_argnums) if not isinstance(static_argnums, int) else (static_argnums,)
-    names = tuple(static_argnames) if not isinstance(static_argnames, str) else (static_argnames,)
+    statics = _as_tuple(static_argnums)
+    names = _as_tuple(static_argnames)
     traced = _traced_names(fun, statics, names)
     traced_text = f" ({', '.join(traced)})" if traced else ""
     hint = (f"\n\n{_MARK}{transform}({name}) traces its arguments{traced_text} and the values of "
@@ -84,20 +94,10 @@ _NON_ARRAY = re.compile(r"Error interpreting argument to .* as an abstract array
                         re.S)
 
 
-def is_non_array_error(error: BaseException) -> bool:
-    """Whether ``error`` is JAX's refusal of a dynamic argument that is no array (a str, ...)."""
-    return isinstance(error, TypeError) and _NON_ARRAY.search(str(error)) is not None
-
-
 def _original_position(dyn_position: int, static_argnums: Sequence[int]) -> int:
     """The position among all arguments of dynamic argument ``dyn_position``."""
-    position, seen = 0, -1
-    while True:
-        if position not in static_argnums:
-            seen += 1
-            if seen == dyn_position:
-                return position
-        position += 1
+    dynamic = [i for i in range(dyn_position + len(static_argnums) + 1) if i not in static_argnums]
+    return dynamic[dyn_position]
 
 
 def add_non_array_hint(error: BaseException, transform: str, fun: Callable,
@@ -122,7 +122,7 @@ def add_non_array_hint(error: BaseException, transform: str, fun: Callable,
         return
     name = getattr(fun, "__name__", "fun")
     kind = found["type"][len("<class '"):-2].rsplit(".", 1)[-1]
-    statics = tuple(static_argnums) if not isinstance(static_argnums, int) else (static_argnums,)
+    statics = _as_tuple(static_argnums)
     if found["kw"] is not None:
         which, fix, alt = f"argument {found['kw']!r}", f"static_argnames=('{found['kw']}',)", ""
     else:
@@ -140,10 +140,7 @@ def add_non_array_hint(error: BaseException, transform: str, fun: Callable,
 
 
 def _parameter_name(fun: Callable, position: int) -> Optional[str]:
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return None
+    params = _parameters(fun)
     if position < len(params) and params[position].kind in (
             inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
         return params[position].name
