@@ -51,9 +51,15 @@ def check_state_value_tree(val: bool = True) -> Iterator[None]:
         _CHECKS.tree = old
 
 
-def _check_same_tree(state: Any, value: Any) -> None:
+def _value_before_write(state: Any) -> Any:
+    """The value a write replaces (the open trace's, inside one), or ``None`` if it has none."""
     old = state._value if not _THREAD.frames else _THREAD.frames[-1]._peek_value(state)
-    if old is None or type(old) is _Expired:
+    return None if type(old) is _Expired else old
+
+
+def _check_same_tree(state: Any, value: Any) -> None:
+    old = _value_before_write(state)
+    if old is None:
         return
     old_leaves, old_tree = jax.tree.flatten(old)
     new_leaves, new_tree = jax.tree.flatten(value)
@@ -66,8 +72,8 @@ def _check_same_tree(state: Any, value: Any) -> None:
 
 
 def _check_same_structure(state: Any, value: Any) -> None:
-    old = state._value if not _THREAD.frames else _THREAD.frames[-1]._peek_value(state)
-    if old is None or type(old) is _Expired:
+    old = _value_before_write(state)
+    if old is None:
         return
     old_tree, new_tree = jax.tree.structure(old), jax.tree.structure(value)
     if old_tree != new_tree:
