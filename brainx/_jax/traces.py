@@ -23,8 +23,8 @@ from brainx._jax.internals import batching as _batching
 from brainx._jax.internals import config as _config
 from brainx._jax.internals import core as _core
 
-__all__ = ["jit_disabled", "DISABLE_JIT", "current_trace", "alive_trace_ids", "owned_traces", "foreign_batch_traces", "is_batched_along",
-           "jax_is_tracing"]
+__all__ = ["jit_disabled", "DISABLE_JIT", "current_trace", "alive_trace_ids", "owned_traces",
+           "foreign_batch_traces", "is_batched_along", "jax_is_tracing"]
 
 
 class _Owned(threading.local):
@@ -56,7 +56,7 @@ def jit_disabled() -> bool:
 
 
 def jax_is_tracing() -> bool:
-    """Whether any JAX transform is tracing in this thread (``True`` when unknown)."""
+    """Whether any JAX transform is tracing in this thread."""
     return not isinstance(_core.trace_ctx.trace, _core.EvalTrace)
 
 

@@ -42,12 +42,6 @@ from brainx._jax.names import (  # noqa: F401  (brainstate's shim exports them)
 T = TypeVar("T")
 T1 = TypeVar("T1")
 T2 = TypeVar("T2")
-T3 = TypeVar("T3")
-
-#: The functions written here (not looked up in JAX).
-_OWN = ("safe_map", "safe_zip", "unzip2", "wraps", "fun_name", "wrap_init", "get_aval",
-        "to_concrete_aval", "make_debug_info", "is_jit_primitive", "scan_num_consts_carry",
-        "jax_shard_map", "SHARD_MAP_CHECK_KW")
 
 __all__ = [
     # IR

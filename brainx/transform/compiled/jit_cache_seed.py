@@ -16,9 +16,9 @@ jit options, argument signature, abstract values, mesh), exactly where
 with no trace; anything else (another argument type, another context) misses
 the cache and traces as usual.
 
-This reaches into JAX's private pjit module (through :mod:`brainx._jax.internals`);
-JAX has no public way to give ``jax.jit`` a jaxpr. It is done only where the parameters are plain (no shardings,
-layouts, devices or meshes: those go through JAX's own trace, which resolves
+This reaches into JAX's private pjit module (through :mod:`brainx._jax.internals`):
+JAX has no public way to give ``jax.jit`` a jaxpr. It is done only where the parameters
+are plain (no shardings, layouts, devices or meshes: those go through JAX's own trace, which resolves
 them), and any change in JAX's private names turns it off for the process
 (:data:`AVAILABLE`), leaving JAX to trace as before.
 """
@@ -29,9 +29,6 @@ import functools
 from typing import Any, Optional, Sequence
 
 import jax
-
-from brainx.transform.core.state_values import is_single_array
-
 from jax.extend.core import ClosedJaxpr as _ClosedJaxpr
 
 from brainx._jax.internals import UnspecifiedValue as _Unspecified
@@ -42,6 +39,7 @@ from brainx._jax.internals import fun_name as _fun_name
 from brainx._jax.internals import jax_jit as _jax_jit
 from brainx._jax.internals import pjit as _pjit
 from brainx._jax.internals import tree_util as _tree_util
+from brainx.transform.core.state_values import is_single_array
 
 AVAILABLE = _pjit is not None and all(hasattr(_pjit, name) for name in (
     "_infer_params_cached", "get_ctx_mesh", "PjitParams", "UNSPECIFIED"))
