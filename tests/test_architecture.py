@@ -31,7 +31,7 @@ LAYERS = [
     {"transform"},
     {"nn", "distributed"},
     {"interop", "io", "optim"},
-    {"compat", "deprecated"},
+    {"compat"},
 ]
 #: Inside brainx.transform, bottom to top (its ``__init__`` and ``policies`` re-export, on top).
 TRANSFORM_LAYERS = ["ir", "core", "compiled", "control", "mapping", "autodiff", "remat"]

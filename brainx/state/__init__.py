@@ -1,8 +1,12 @@
-"""States and the state trace."""
+"""States and the state trace.
+
+:class:`FakeState` (brainstate's stand-in for a state) is
+:class:`brainx.compat.fake_state.FakeState`: brainstate compatibility lives in
+:mod:`brainx.compat`, above this package, so ``brainx/__init__.py`` sets it here.
+"""
 
 from brainx.errors import TraceContextError
 from brainx.state.dict_manager import StateDictManager
-from brainx.state.fake import FakeState
 from brainx.state.global_hooks import (
     GlobalHookRegistry, clear_state_hooks, has_state_hooks, list_state_hooks, register_state_hook,
     unregister_state_hook,

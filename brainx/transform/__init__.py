@@ -1,4 +1,9 @@
-"""Stateful transforms: JAX transforms for functions that read and write states."""
+"""Stateful transforms: JAX transforms for functions that read and write states.
+
+:func:`in_new_state_probe` (brainstate's question, always ``False`` here) is
+:func:`brainx.compat.new_state_probe.in_new_state_probe`: brainstate compatibility lives in
+:mod:`brainx.compat`, above this package, so ``brainx/__init__.py`` sets it here.
+"""
 
 from brainx.transform.autodiff.gradients import (
     GradientTransform, grad, hessian, jacfwd, jacobian, jacrev, vector_grad,
@@ -38,7 +43,6 @@ from brainx.transform.control.loop_cache import clear_loop_cache
 from brainx.transform.control.loops import bounded_while_loop, for_loop, scan, while_loop
 from brainx.transform.mapping.vmap import VmappedFunction, map, vmap
 from brainx.transform.mapping.new_states import vmap_new_states
-from brainx.transform.mapping.probe import in_new_state_probe
 from brainx.transform.mapping.pmap import pmap2, pmap2_new_states
 from brainx.transform.mapping.shard_map import ShardMappedFunction, shard_map
 from brainx.transform.autodiff.products import jvp, vjp

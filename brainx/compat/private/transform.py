@@ -212,7 +212,7 @@ def state_map_transform(f: Callable, *, out_decl_name: str = "state_out_axes",
 
 
 # brainstate runs the function of a ``*_new_states`` transform once more, eagerly, to find
-# its states, and marks that pass; brainx has no such pass (brainx.transform.mapping.probe).
+# its states, and marks that pass; brainx has no such pass (brainx.compat.new_state_probe).
 # The marker is kept for code that sets it itself.
 _PROBE = threading.local()
 

@@ -10,7 +10,8 @@ brainx has no such pass. :func:`~brainx.transform.vmap_new_states` (and
 once per call signature, and the states created in that trace are the ones
 kept and batched: a side effect bound to them is bound to the right objects.
 The function exists so brainstate code that asks runs unchanged, and it
-answers ``False`` because no brainx code runs in a discarded pass.
+answers ``False`` because no brainx code runs in a discarded pass. Users reach it as
+``brainx.transform.in_new_state_probe`` (``brainx/__init__.py`` sets it there).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Code written against states (``x.value``) can be handed a :class:`FakeState`
 to run on a plain value: reads and writes go to the object, are not recorded
 by any :class:`~brainx.StateTraceStack`, and run no hook. Inside a transform a
 fake state's value is a constant of the trace, so write only concrete values.
+Users reach it as ``brainx.FakeState`` and ``brainx.state.FakeState``
+(``brainx/__init__.py`` sets the latter).
 """
 
 from __future__ import annotations
