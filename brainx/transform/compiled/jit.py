@@ -10,7 +10,6 @@ import jax
 
 from brainx._jax.traces import jit_disabled
 from brainx.environ import reads as env_reads
-from brainx.state.state import _EPOCH, State
 from brainx.util.filter import to_predicate
 from brainx.transform.core import cache_check
 from brainx.transform.core.arguments import no_function
@@ -54,6 +53,9 @@ class JittedFunction:
         self._graph = None
         self.stateful = StatefulFunction(fun, static_argnums, static_argnames,
                                          name=f"jit({name or getattr(fun, '__name__', 'fun')})")
+        self._entries: Dict[Hashable, JitEntry] = {}
+        # brainstate's inspection API (get_*_by_cache) reads the traces the entries keep
+        self.stateful.kept_traces = functools.partial(_kept_traces, self._entries)
         if name is not None:  # the name of the function jax.jit compiles (jit_<name> in HLO)
             self.stateful.fun = _renamed(fun, name)
         self._static_argnums = static_argnums
@@ -64,7 +66,6 @@ class JittedFunction:
         self._donate_states = _donation_predicate(donate_states)
         self._donate = self._pure_donate_argnums(
             normalize_argnums(fun, donate_argnums, "donate_argnums"))
-        self._entries: Dict[Hashable, JitEntry] = {}
         self._parked: Dict[Hashable, list] = {}  # entries traced under other settings
         self._has_statics = bool(self.stateful.static_argnums or self.stateful.static_argnames)
         self._dispatch = self._general_call
@@ -107,12 +108,12 @@ class JittedFunction:
             if shared is not None:
                 return self._file(key, shared)
         sig = self.stateful.discover(key, dyn_args, dyn_kwargs)
-        self.stateful.remember(key, dyn_args, dyn_kwargs, sig, weak=True)  # get_*_by_cache
-        if entry is not None and entry.epoch == _EPOCH[0] and entry.fits(sig):
+        held = entry is not None and entry.holds_states()
+        if held and entry.fits(sig):
             entry.add(sig)  # the compiled pure function reads the list of traces
             self._install_fast_call(key, entry)
             return entry
-        if entry is not None and entry.epoch != _EPOCH[0] and entry.revalidate(sig):
+        if entry is not None and not held and entry.revalidate(sig):
             self._install_fast_call(key, entry)  # the same computation: nothing to compile
             return entry
         if sharing is not None:
@@ -120,8 +121,7 @@ class JittedFunction:
             if shared is not None:
                 shared.prime(dyn_args, dyn_kwargs)
                 return self._file(key, shared)
-        valid = entry is not None and entry.epoch == _EPOCH[0] and entry.values() is not None
-        new = JitEntry(self, [sig], previous=entry if valid else None)
+        new = JitEntry(self, [sig], previous=entry if held else None)
         new.prime(dyn_args, dyn_kwargs)  # jax.jit lowers the trace just made, not a second one
         return self._file(key, new)
 
@@ -136,7 +136,7 @@ class JittedFunction:
     def _unpark(self, key) -> Optional[JitEntry]:
         """The set-aside entry of ``key`` traced under the current settings, filed again (or ``None``)."""
         for entry in self._parked.get(key, ()):
-            if entry.epoch == _EPOCH[0] and entry.alive() and entry.settings_hold():
+            if entry.is_current(values=False):  # a new trace may still join it
                 self._parked[key].remove(entry)
                 return self._file(key, entry)
         return None
@@ -253,8 +253,7 @@ class JittedFunction:
             if entry is not None and not entry.settings_hold():  # a setting it read changed
                 self._park(key, entry)
                 entry = self._unpark(key)
-            if (entry is None or entry.epoch != _EPOCH[0] or entry.values() is None
-                    or entry.static_changed()):
+            if entry is None or not entry.is_current():
                 entry = self._trace(key, dyn_args, dyn_kwargs)
             env_reads.replay(entry.env_reads)  # an enclosing trace depends on these too
             return entry
@@ -318,6 +317,18 @@ class JittedFunction:
 
     def __repr__(self) -> str:
         return f"<brainx.transform.jit of {self.stateful.name}>"
+
+
+def _kept_traces(entries: Dict[Hashable, JitEntry], static_key: Any):
+    """``(static key, signature)`` of the traces ``entries`` keep under ``static_key``
+    (every key: ``None``), newest first, from entries that still hold their states: what
+    brainstate's inspection API of the function reads (``StatefulFunctionAPI.kept_traces``)."""
+    keys = list(entries) if static_key is None else [static_key]
+    for key in keys:
+        entry = entries.get(key)
+        if entry is not None and entry.holds_states():
+            for sig in entry.signatures():
+                yield key, sig
 
 
 def _donation_predicate(donate_states: Any) -> Optional[Callable[[Any], bool]]:

@@ -192,9 +192,36 @@ class JitEntry:
         self.plans[0] = (sig.trace, *self.plans[0][1:])  # in place: the compiled function reads it
         self._find_static()
 
+    # -- is it still current? ------------------------------------------------------
+    # The policy, in one place. The generated fast call (compiled/call_codegen.py) inlines
+    # the same checks on the hot path, without a method call: the epoch and the settings
+    # version, a dead state when it reads the values, a changed static leaf on TypeError.
     def alive(self) -> bool:
         """Whether every state it holds is still alive (none was garbage collected)."""
         return all(r() is not None for r in self.refs)
+
+    def holds_states(self) -> bool:
+        """Whether its traces still describe the states the function reaches.
+
+        Made (or revalidated, :meth:`revalidate`) in the current structure epoch
+        (no module's State attribute rebound, no hook changed since: see
+        ``brainx.state.structure_changed``) and every state alive. Such an
+        entry may take one more trace (:meth:`fits`, :meth:`add`) or hand its
+        traces to a new entry; one that does not is revalidated or replaced.
+        """
+        return self.epoch == _EPOCH[0] and self.alive()
+
+    def is_current(self, values: bool = True) -> bool:
+        """Whether a call may run this entry as it is, with no new trace.
+
+        It holds its states (:meth:`holds_states`), the settings its traces
+        read have the values they read (:meth:`settings_hold`) and, with
+        ``values``, no state's value gained or lost leaves JAX cannot trace
+        (:meth:`static_changed`). ``values=False`` is for an entry set aside
+        under other settings and taken back: a new trace may still join it.
+        """
+        return (self.holds_states() and self.settings_hold()
+                and not (values and self.static_changed()))
 
     def settings_hold(self) -> bool:
         """Whether the settings its traces read still have the values they read.
@@ -268,10 +295,23 @@ class JitEntry:
         states, write_states = self.states, self.write_states
         for trace, local, own in reversed(self.plans):
             if trace.flat_inputs([values[i] for i in local], leaves, tree, exact=True) is not None:
-                written = {id(write_states[k]) for k in own}
-                picked = tuple(states[i] for i in local)
-                return picked, tuple(id(s) in written for s in picked), trace
+                return _plan_states(local, own, states, write_states) + (trace,)
         return None
+
+    def signatures(self) -> List[StateSignature]:
+        """The signature of each trace it keeps, newest first (none once a state died).
+
+        What brainstate's inspection API of its function reads
+        (:attr:`~brainx.transform.core.stateful_api.StatefulFunctionAPI.kept_traces`).
+        """
+        states, write_states = self.states, self.write_states
+        if any(s is None for s in states):
+            return []
+        sigs = []
+        for trace, local, own in reversed(self.plans):
+            picked, written = _plan_states(local, own, states, write_states)
+            sigs.append(StateSignature(picked, written, trace.read, trace))
+        return sigs
 
     def values(self) -> Optional[list]:
         """The states' current values (``None`` if one was garbage collected)."""
@@ -287,3 +327,10 @@ class JitEntry:
         if self.static:
             values = [as_input(v) for v in values]
         return values
+
+
+def _plan_states(local: tuple, own: tuple, states: tuple, write_states: tuple) -> tuple:
+    """``(states, written)`` of one trace of an entry: its states in its order, and which it writes."""
+    written = {id(write_states[k]) for k in own}
+    picked = tuple(states[i] for i in local)
+    return picked, tuple(id(s) in written for s in picked)

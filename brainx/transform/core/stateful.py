@@ -126,6 +126,9 @@ class JaxprTrace:
     # The JAX settings it was traced under (:func:`jax_context`): another random-bits mode
     # or matmul precision traces again, as under ``jax.jit``.
     jax_context: Any = None
+    # Which states of the signature the function read (first-touch order, as ``inputs``
+    # counts them): brainstate's inspection API rebuilds a kept trace's signature from it.
+    read: Tuple[bool, ...] = ()
 
     def flat_inputs(self, state_values: Sequence[Any], arg_leaves: Sequence[Any],
                     arg_tree: Any, exact: bool = False):
@@ -434,7 +437,7 @@ class StatefulFunction(StatefulFunctionAPI):
             out_tree=found["out_tree"], written_specs=found["specs"],
             input_statics=found["input_statics"], env_reads=env_reads.snapshot(settings),
             in_tree=tree, input_trees=found["input_trees"], const_digests=const_digests(consts),
-            jax_context=context))
+            jax_context=context, read=found["read"]))
         return StateSignature(states=found["states"], written=found["written"],
                               read=found["read"], trace=trace)
 

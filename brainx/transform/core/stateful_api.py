@@ -6,6 +6,11 @@ the states, the output shapes, or evaluate the jaxpr themselves. This mixin
 gives :class:`~brainx.transform.StatefulFunction` those methods, over a small
 bounded cache of traces keyed by :meth:`get_arg_cache_key`.
 
+A transform that keeps its own traces (``jit``, in its entries) files nothing
+here while it traces: it sets :attr:`StatefulFunctionAPI.kept_traces`, and the
+methods read what it keeps on their first call after a new trace (the
+``*_by_cache`` family finds ``jit``'s traces so, as in brainstate).
+
 The jaxpr of :meth:`get_jaxpr` has brainstate's layout: inputs are the
 dynamic arguments' leaves followed by the leaves of every state's value (in
 :meth:`get_states` order); outputs are the function's output, then the new
@@ -15,7 +20,7 @@ values of the written states (with ``return_only_write``) or of every state.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Dict, Hashable, NamedTuple, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, Iterable, NamedTuple, Optional, Sequence, Tuple
 
 import jax
 
@@ -60,6 +65,12 @@ class StatefulFunctionAPI:
 
     return_only_write: bool = True
 
+    #: Set by a transform that keeps traces of this function itself (``jit``):
+    #: ``kept_traces(static_key)`` yields ``(static_key, StateSignature)`` for the
+    #: traces it keeps and still trusts under that static key (every key: ``None``),
+    #: newest first. The methods here file them when first asked (:meth:`_import_kept`).
+    kept_traces: Optional[Callable[[Any], Iterable[Tuple[Any, Any]]]] = None
+
     # -- the cache ------------------------------------------------------------------
     def _api_cache(self) -> "OrderedDict[Hashable, Any]":
         cache = self.__dict__.get("_traces")
@@ -69,6 +80,7 @@ class StatefulFunctionAPI:
             self.__dict__["_trace_args"] = {}  # cache key -> the arguments' shapes
             self.__dict__["_jaxprs"] = {}      # cache key -> its jaxpr, made once
             self.__dict__["_epochs"] = {}      # cache key -> the structure epoch it was traced in
+            self.__dict__["_imported"] = {}    # cache key -> the kept trace filed last
         return cache
 
     def _key_of(self, key, dyn_args: tuple, dyn_kwargs: dict) -> CacheKey:
@@ -111,24 +123,55 @@ class StatefulFunctionAPI:
         return self
 
     def remember(self, key, dyn_args: tuple, dyn_kwargs: dict, sig, weak: bool = False) -> None:
-        """File a trace made elsewhere (``jit`` files each of its traces here, ``weak``).
+        """File a trace made for these arguments under their cache key.
 
         Keeps the arguments' shapes, not their values, so the ``*_by_cache``
         methods can rebuild the jaxpr without holding the arrays. A ``weak``
-        trace holds its states weakly (as ``jit`` does): it is forgotten once
-        one of them is garbage collected.
+        trace holds its states weakly: it is forgotten once one of them is
+        garbage collected.
         """
+        self._file(self._key_of(key, dyn_args, dyn_kwargs), sig, jax.tree.map(
+            lambda x: _shape_of(x) if self._traceable(x) else x, (dyn_args, dyn_kwargs)), weak)
+
+    def _file(self, cache_key: CacheKey, sig, trace_args: tuple, weak: bool) -> None:
         cache = self._api_cache()
-        cache_key = self._key_of(key, dyn_args, dyn_kwargs)
         cache[cache_key] = _WeakSignature(sig) if weak else sig
         self._epochs[cache_key] = _EPOCH[0]
         cache.move_to_end(cache_key)
-        self._trace_args[cache_key] = jax.tree.map(
-            lambda x: _shape_of(x) if self._traceable(x) else x, (dyn_args, dyn_kwargs))
+        self._trace_args[cache_key] = trace_args
         self._jaxprs.pop(cache_key, None)
         while len(cache) > _MAX_CACHED:
             old, _ = cache.popitem(last=False)
             self._forget(old)
+
+    def _import_kept(self, cache_key: Optional[CacheKey] = None) -> None:
+        """File the traces :attr:`kept_traces` gives that are new since the last look.
+
+        Only ``cache_key``'s (every key's: ``None``); of a key's traces the
+        newest, as if each trace had been filed when it was made. Nothing runs
+        while the transform traces: the bookkeeping is done here, when a
+        method of brainstate's API asks.
+        """
+        kept = self.kept_traces
+        if kept is None:
+            return
+        self._api_cache()
+        static_key = None if cache_key is None else self._static_key(cache_key)
+        seen = set()
+        for key, sig in kept(static_key):
+            found = _key_of_trace(key, sig.trace)
+            if found is None or found in seen or (cache_key is not None and found != cache_key):
+                continue
+            seen.add(found)
+            if self._imported.get(found) is not sig.trace:
+                self._imported[found] = sig.trace
+                self._file(found, sig, _shapes_of_key(found), weak=True)
+
+    def _static_key(self, cache_key: CacheKey) -> Any:
+        """The static part of ``cache_key`` as :meth:`split_args` gives it."""
+        if not (self.static_argnums or self.static_argnames):
+            return ()
+        return cache_key.static_args, cache_key.static_kwargs
 
     def _cached(self, args, kwargs, compile_if_miss: bool):
         cache_key = self.get_arg_cache_key(*args, **kwargs)
@@ -151,6 +194,7 @@ class StatefulFunctionAPI:
 
     def _lookup(self, cache_key: Hashable):
         """The trace under ``cache_key`` (``None``: none, or one of its states died)."""
+        self._import_kept(cache_key)
         cache = self._api_cache()
         sig = cache.get(cache_key)
         if type(sig) is _WeakSignature:
@@ -191,6 +235,7 @@ class StatefulFunctionAPI:
     def _by_cache(self, cache_key: Hashable):
         sig = self._lookup(cache_key)
         if sig is None:
+            self._import_kept()
             known = list(self._api_cache())
             raise ValueError(
                 f"{self.name}: no trace under this cache key (not compiled yet); call "
@@ -245,9 +290,11 @@ class StatefulFunctionAPI:
         self._trace_args.clear()
         self._jaxprs.clear()
         self._epochs.clear()
+        self._imported.clear()
 
     def get_cache_stats(self) -> Dict[str, Any]:
         """``{'compilation_cache': {size, maxsize, hits, misses, hit_rate}}``."""
+        self._import_kept()
         cache = self._api_cache()
         hits, misses = self._stats["hits"], self._stats["misses"]
         total = hits + misses
@@ -410,7 +457,7 @@ class StatefulFunctionAPI:
 
     def validate_states(self, cache_key: Hashable) -> bool:
         """Whether every state of the trace under ``cache_key`` is still usable."""
-        sig = self._api_cache().get(cache_key)
+        sig = self._lookup(cache_key)
         if sig is None:
             raise ValueError(f"{self.name}: no trace under {cache_key!r}.")
         for s in sig.states:
@@ -420,6 +467,7 @@ class StatefulFunctionAPI:
     def validate_all_states(self) -> Dict[Hashable, Any]:
         """:meth:`validate_states` for every kept trace: ``True``, or the error's message."""
         results: Dict[Hashable, Any] = {}
+        self._import_kept()
         for cache_key in list(self._api_cache()):
             try:
                 results[cache_key] = self.validate_states(cache_key)
@@ -447,5 +495,31 @@ class _WeakSignature:
 
 def _shape_of(x: Any) -> jax.ShapeDtypeStruct:
     """``x``'s shape, dtype and weak type (a trace made for a weak type fits only a weak type)."""
-    aval = abstractify(x)
+    return _shape_of_aval(abstractify(x))
+
+
+def _shape_of_aval(aval: Any) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
+
+
+def _key_of_trace(static_key: Any, trace: Any) -> Optional[CacheKey]:
+    """The cache key of the calls ``trace`` was made for (``None``: it baked in an
+    argument leaf it did not trace, whose value the trace does not keep)."""
+    if trace is None or trace.in_tree is None or not all(trace.arg_mask):
+        return None
+    args_tree, kwargs_tree = trace.in_tree.children()
+    avals = trace.in_avals[:len(trace.arg_mask)]
+    n = args_tree.num_leaves
+    static_args, static_kwargs = static_key if static_key else ((), ())
+    return CacheKey(static_args, (args_tree, tuple(avals[:n])), static_kwargs,
+                    (kwargs_tree, tuple(avals[n:])))
+
+
+def _shapes_of_key(cache_key: CacheKey) -> tuple:
+    """``(dyn_args, dyn_kwargs)`` as shapes, rebuilt from a cache key (a kept value as it is)."""
+    def rebuild(types: tuple) -> Any:
+        treedef, leaves = types
+        return jax.tree.unflatten(treedef, [x[1] if type(x) is tuple else _shape_of_aval(x)
+                                            for x in leaves])
+
+    return rebuild(cache_key.dyn_args), rebuild(cache_key.dyn_kwargs)
