@@ -310,7 +310,7 @@ def test_a_missing_brainevent_names_the_extra(monkeypatch):
     assert "EventFixedNumConn" in str(info.value)
 
 
-def test_without_numba_the_pure_jax_backend_is_chosen():
+def test_without_numba_or_native_kernels_the_pure_jax_backend_is_chosen():
     code = textwrap.dedent("""
         import sys; sys.modules["numba"] = None
         import warnings; warnings.simplefilter("ignore")
@@ -323,7 +323,8 @@ def test_without_numba_the_pure_jax_backend_is_chosen():
     """)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
-                         env={**os.environ, "JAX_PLATFORMS": "cpu"}, timeout=120)
+                         env={**os.environ, "JAX_PLATFORMS": "cpu", "BRAINX_NATIVE": "0"},
+                         timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     backend, total, grad = out.stdout.split()
     assert backend == "jax_raw" and float(total) == 15.0 and float(grad) == 30.0

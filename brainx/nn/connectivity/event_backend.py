@@ -6,23 +6,32 @@ The event-driven layers (:class:`~brainx.nn.EventFixedProb`,
 optional dependency (``pip install 'brainx-jax[event]'``). It is imported the
 first time a layer is built, never when ``brainx`` is imported.
 
-brainevent has one kernel per *backend* for each operation. On CPU there are
-two:
+On CPU there are three kernels (*backends*) to choose from:
 
 ==========  =====================================================  ==================================
 backend     what runs                                              needs
 ==========  =====================================================  ==================================
-``numba``   compiled loops over the active rows only (events)     ``numba`` (``brainx-jax[numba]``)
-``jax_raw`` gather / ``segment_sum`` over all stored synapses     nothing more
+``native``  brainx's C++ kernel, an XLA FFI custom call: the       a C++ compiler, once (the library
+            active rows only, no Python on the step                is cached); not brainevent
+``numba``   brainevent's compiled loops over the active rows,      ``numba`` (``brainx-jax[numba]``)
+            called back from XLA through Python
+``jax_raw`` brainevent's gather / ``segment_sum`` over all         nothing more
+            stored synapses
 ==========  =====================================================  ==================================
 
-:func:`set_event_backend` chooses the backend of every brainevent kernel on a
-platform: the event product, the float product and the gradient kernels. A
-layer's own ``backend=`` argument overrides it for that layer's event
-(spike) product only; it is part of the compiled function's key, so two
-layers with different backends can run side by side. When numba is not
-installed and no backend was chosen, brainx chooses ``jax_raw`` for the CPU
-on the first import (brainevent's own default, numba, would fail there).
+``native`` is the default on CPU for :class:`~brainx.nn.EventFixedProb`,
+:class:`~brainx.nn.FixedNumConn` and :class:`~brainx.nn.EventFixedProbGroup`
+(:mod:`brainx.nn.connectivity.native` builds it on first use; where it cannot,
+one warning says why and brainevent's kernels run). The other layers, and every
+layer on GPU, use brainevent.
+
+:func:`set_event_backend` chooses the backend on a platform; for ``numba`` and
+``jax_raw`` it is also brainevent's choice for every kernel (the event product,
+the float product and the gradient kernels). A layer's own ``backend=``
+argument overrides it for that layer. A layer reads the choice when it is
+built: set it at set-up, before building the network. When numba is not
+installed, brainevent's kernels default to ``jax_raw`` on CPU (brainevent's own
+default, numba, would fail there).
 
 An input entry is an *event* when it is ``True`` or ``> 0``. Float inputs
 pass through :func:`as_events` first, so every backend sees exact 0/1 values
@@ -33,7 +42,7 @@ respect to the input stays that of ``x @ W``.
 Examples
 --------
 >>> from brainx.nn.connectivity import event_backend
->>> event_backend.get_event_backend() in ("numba", "jax_raw")
+>>> event_backend.get_event_backend() in ("native", "numba", "jax_raw")
 True
 >>> with event_backend.use_event_backend("jax_raw"):
 ...     event_backend.get_event_backend()
@@ -49,12 +58,15 @@ from typing import Iterator, Optional
 import jax
 import jax.numpy as jnp
 
-__all__ = ["load_brainevent", "set_event_backend", "get_event_backend", "use_event_backend",
-           "has_numba", "as_events", "CPU_BACKENDS"]
+from brainx.nn.connectivity.native import build as native_build
 
-CPU_BACKENDS = ("numba", "jax_raw")
+__all__ = ["load_brainevent", "set_event_backend", "get_event_backend", "use_event_backend",
+           "has_numba", "has_native", "layer_kernel", "as_events", "CPU_BACKENDS"]
+
+CPU_BACKENDS = ("native", "numba", "jax_raw")
 
 _MODULE = None
+_CHOSEN: dict = {}     # platform -> the backend set_event_backend chose (absent: the default)
 
 
 def has_numba() -> bool:
@@ -62,6 +74,21 @@ def has_numba() -> bool:
     try:
         return importlib.util.find_spec("numba") is not None
     except (ImportError, ValueError):  # a None entry in sys.modules
+        return False
+
+
+def has_native() -> bool:
+    """Whether the native kernels run here: on a CPU default device, once built and loaded.
+
+    The first call builds them (a few seconds) unless a cached build is found.
+    """
+    return jax.default_backend() == "cpu" and native_build.load() is not None
+
+
+def _brainevent_installed() -> bool:
+    try:
+        return _MODULE is not None or importlib.util.find_spec("brainevent") is not None
+    except (ImportError, ValueError):
         return False
 
 
@@ -100,18 +127,19 @@ def load_brainevent(what: str = "This layer"):
 
 
 def set_event_backend(backend: Optional[str], platform: str = "cpu") -> None:
-    """Choose the backend of every brainevent kernel on ``platform``.
+    """Choose the backend of the event-driven layers built from now on, on ``platform``.
 
-    Call it at set-up, before the first compiled step: it clears JAX's
-    compilation caches when the choice changes, so functions compiled under the
-    old backend compile again on their next call.
+    Call it at set-up, before building the network: a layer reads the choice
+    when it is built. ``"numba"`` and ``"jax_raw"`` are also set as brainevent's
+    backend for every kernel (which it reads when a step is compiled).
 
     Parameters
     ----------
     backend : str or None
-        ``"numba"`` or ``"jax_raw"`` on CPU (see the module's table); on GPU,
-        any backend brainevent has there. ``None``: brainevent's default
-        (on CPU without numba: ``"jax_raw"``).
+        ``"native"``, ``"numba"`` or ``"jax_raw"`` on CPU (see the module's
+        table); on GPU, any backend brainevent has there. ``None``: the default
+        (on CPU ``"native"`` where it can be built, else brainevent's default,
+        which is ``"jax_raw"`` without numba).
     platform : str
         ``"cpu"``, ``"gpu"`` or ``"tpu"``.
 
@@ -121,22 +149,42 @@ def set_event_backend(backend: Optional[str], platform: str = "cpu") -> None:
         ``backend`` is not one of the CPU backends (on CPU).
     ImportError
         ``"numba"`` was asked for and numba is not installed.
+    RuntimeError
+        ``"native"`` was asked for and the native kernels cannot be built or
+        loaded here (the message says why).
     """
-    be = load_brainevent("set_event_backend")
     if platform == "cpu" and backend is not None:
         if backend not in CPU_BACKENDS:
             raise ValueError(f"set_event_backend: unknown CPU backend {backend!r}; "
-                             f"choose one of {CPU_BACKENDS} (or None for brainevent's default).")
+                             f"choose one of {CPU_BACKENDS} (or None for the default).")
         if backend == "numba" and not has_numba():
             raise ImportError("set_event_backend('numba') needs numba, which is not installed: "
-                              "pip install 'brainx-jax[numba]', or use 'jax_raw'.")
+                              "pip install 'brainx-jax[numba]', or use 'native' or 'jax_raw'.")
+        if backend == "native" and not has_native():
+            raise RuntimeError("set_event_backend('native'): the native kernels cannot run here ("
+                               f"{native_build.unavailable_reason() or 'the default device is not a CPU'}"
+                               "); use 'jax_raw' or 'numba'.")
+    if backend == "native" or (backend is None and platform == "cpu" and has_native()
+                                and not _brainevent_installed()):
+        _CHOSEN[platform] = backend
+        return
+    be = load_brainevent("set_event_backend")
     if platform == "cpu" and backend is None and not has_numba():
-        backend = "jax_raw"      # brainevent's default would be numba
-    be.config.set_backend(platform, backend)
+        be.config.set_backend(platform, "jax_raw")      # brainevent's default would be numba
+    else:
+        be.config.set_backend(platform, backend)
+    _CHOSEN[platform] = backend
 
 
 def get_event_backend(platform: str = "cpu") -> Optional[str]:
-    """The backend of brainevent's kernels on ``platform`` (``None``: each kernel's default)."""
+    """The backend a layer built now on ``platform`` uses (``None``: each brainevent kernel's default).
+
+    On CPU, ``"native"`` unless another backend was chosen or the native kernels
+    cannot be built here.
+    """
+    chosen = _CHOSEN.get(platform)
+    if platform == "cpu" and chosen in (None, "native") and has_native():
+        return "native"
     be = load_brainevent("get_event_backend")
     chosen = be.config.get_backend(platform)
     if chosen is None and platform == "cpu":
@@ -148,16 +196,45 @@ def get_event_backend(platform: str = "cpu") -> Optional[str]:
 def use_event_backend(backend: Optional[str], platform: str = "cpu") -> Iterator[None]:
     """:func:`set_event_backend` for a ``with`` block, then the previous choice again.
 
-    Like :func:`set_event_backend`, a set-up switch: what is compiled inside the
-    block is compiled again after it.
+    Like :func:`set_event_backend`, a set-up switch: build the layers inside the block.
     """
-    be = load_brainevent("use_event_backend")
-    previous = be.config.get_backend(platform)
+    previous = _CHOSEN.get(platform)
+    be = _MODULE if _MODULE is not None or backend == "native" else load_brainevent(
+        "use_event_backend")
+    previous_be = be.config.get_backend(platform) if be is not None else None
     set_event_backend(backend, platform)
     try:
         yield
     finally:
-        be.config.set_backend(platform, previous)
+        if previous is None:
+            _CHOSEN.pop(platform, None)
+        else:
+            _CHOSEN[platform] = previous
+        if be is not None:
+            be.config.set_backend(platform, previous_be)
+
+
+def layer_kernel(requested: Optional[str], what: str) -> Optional[str]:
+    """The backend a layer built with ``backend=requested`` uses: ``"native"`` or brainevent's.
+
+    ``requested="native"`` where the native kernels cannot run falls back to
+    brainevent's choice (the native build has warned why). Any other name is
+    brainevent's, checked as :func:`set_event_backend` checks it.
+    """
+    if requested is None:
+        if jax.default_backend() == "cpu" and _CHOSEN.get("cpu") in (None, "native") and has_native():
+            return "native"
+        load_brainevent(what)
+        return None                       # brainevent's choice when the step is compiled
+    if requested == "native":
+        if has_native():
+            return "native"
+        load_brainevent(what)
+        return None
+    if jax.default_backend() == "cpu" and requested not in CPU_BACKENDS:
+        raise ValueError(f"{what}: unknown CPU backend {requested!r}; choose one of {CPU_BACKENDS}.")
+    load_brainevent(what)
+    return requested
 
 
 def as_events(x):

@@ -3,8 +3,9 @@
 A spiking network's synapses are sparse and its inputs are sparser: at a 2 %
 connection probability and a 5 % firing rate, a dense ``spikes @ W`` spends
 more than 99.9 % of its multiply-adds on zeros. These layers store only the
-synapses and let brainevent (:mod:`brainx.nn.connectivity.event_backend`) add up the
-weights of the rows whose presynaptic neuron fired.
+synapses and add up the weights of the rows whose presynaptic neuron fired: on CPU
+with brainx's native kernel (an XLA FFI custom call, :mod:`brainx.nn.connectivity.native`),
+elsewhere with brainevent's (:mod:`brainx.nn.connectivity.event_backend`).
 
 Each presynaptic neuron (``efferent_target="post"``) projects to ``conn_num``
 postsynaptic neurons drawn at random (or each postsynaptic neuron receives
@@ -40,7 +41,9 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
 from brainx import random as brainx_random
-from brainx.nn.connectivity.event_backend import load_brainevent
+from brainx.nn.connectivity.event_backend import layer_kernel, load_brainevent
+from brainx.nn.connectivity.native import product as native
+from brainx.nn.connectivity.native.rows import SynapseRows
 from brainx.nn.connectivity.traced_events import bools_behind
 from brainx.nn.init import param
 from brainx.nn.modules.module import Module
@@ -129,8 +132,10 @@ class FixedNumConn(Module):
     param_type : type
         The State class of the weights (``ParamState``: trainable).
     backend : str, optional
-        brainevent backend of the event product (``"numba"`` or ``"jax_raw"``
-        on CPU); ``None``: the global choice (:func:`set_event_backend`).
+        The kernel: ``"native"`` (brainx's C++ kernel, CPU), or a brainevent
+        backend (``"numba"`` or ``"jax_raw"`` on CPU); ``None``: the global
+        choice when the layer is built (:func:`set_event_backend`; on CPU
+        ``"native"`` where it can be built).
 
     Examples
     --------
@@ -169,32 +174,27 @@ class FixedNumConn(Module):
         n_rows, n_cols = (n_pre, n_post) if efferent_target == "post" else (n_post, n_pre)
         self.conn_num = _conn_number(conn_num, n_cols, type(self).__name__)
 
-        self.conn = None
+        self.kernel = None     # "native", or None: brainevent's (self.backend, or its global choice)
+        self.rows: Optional[SynapseRows] = None   # the native kernel's layout
         if self.conn_num < 1:   # no synapse: the output is a zero of the weight's unit
             self.weight = u.math.asarray(param(conn_weight, (), allow_none=False))
             return
-        be = load_brainevent(type(self).__name__)
+        self.kernel = layer_kernel(backend, type(self).__name__)
         rng = _host_rng(seed)
         indices = _draw_indices(rng, n_rows, n_cols, self.conn_num, allow_multi_conn)
-        shape = (n_pre, n_post)
         if afferent_ratio == 1.0:
             self.row_selected = np.ones(n_rows, bool)
         else:
             self.row_selected = rng.random_sample(n_rows) < afferent_ratio
             indices = indices[self.row_selected]
         self.indices = jax.device_put(indices)          # a copy to the device, nothing compiled
-        weight = _weight(conn_weight, indices.shape)
-        if efferent_target == "post" and afferent_ratio == 1.0:
-            self.conn = be.FixedNumPerPre(weight, self.indices, shape=shape, backend=backend)
-        else:
-            # compressed rows (CSR, rows = pre) or columns (CSC, columns = post): brainevent
-            # reads both in their favourable direction for ``x @ W``
-            counts = np.where(self.row_selected, self.conn_num, 0)
-            indptr = jax.device_put(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
-            kind = be.CSR if efferent_target == "post" else be.CSC
-            self.conn = kind((_flat(weight), self.indices.ravel(), indptr), shape=shape,
-                             backend=backend)
-        self.weight = param_type(weight)
+        self.weight = param_type(_weight(conn_weight, indices.shape))
+        if self.kernel == "native":
+            self.rows = (SynapseRows.fixed(self.indices, n_post) if not self._compressed else
+                         SynapseRows.compressed(indices, np.flatnonzero(self.row_selected),
+                                                "pre" if efferent_target == "post" else "post",
+                                                n_pre, n_post))
+        self.conn = None if self.kernel == "native" else self._brainevent_matrix(self.weight.value)
 
     @property
     def _compressed(self) -> bool:
@@ -206,13 +206,33 @@ class FixedNumConn(Module):
 
     # -- helpers -------------------------------------------------------------------
     def _product(self, x, event: bool):
-        if self.conn is None:     # no synapse: zeros in the weight's unit
+        who, n_in = type(self).__name__, self.in_size[-1]
+        if self.conn_num < 1:     # no synapse: zeros in the weight's unit
+            _check_input(x, n_in, who)
             shape = tuple(jnp.shape(x))[:-1] + (self.out_size[-1],)
             zeros = u.math.zeros(shape, dtype=u.math.asarray(x).dtype)
             return u.maybe_decimal(zeros * u.get_unit(self.weight))
-        conn = self.conn.with_data(_flat(self.weight.value) if self._compressed else
-                                   self.weight.value)
-        return _matmul_last_axis(x, conn, event, type(self).__name__, self.in_size[-1])
+        weight = self.weight.value
+        if self.rows is not None:
+            return _native_product(x, weight, self.rows, event, who, n_in)
+        return _matmul_last_axis(x, self._matrix(weight), event, who, n_in)
+
+    def _matrix(self, weight):
+        """brainevent's matrix of the synapses with these weights."""
+        return self.conn.with_data(_flat(weight) if self._compressed else weight)
+
+    def _brainevent_matrix(self, weight):
+        be = load_brainevent(type(self).__name__)
+        shape = (self.in_size[-1], self.out_size[-1])
+        backend = None if self.backend == "native" else self.backend
+        if not self._compressed:
+            return be.FixedNumPerPre(weight, self.indices, shape=shape, backend=backend)
+        # compressed rows (CSR, rows = pre) or columns (CSC, columns = post): brainevent
+        # reads both in their favourable direction for ``x @ W``
+        counts = np.where(self.row_selected, self.conn_num, 0)
+        indptr = jax.device_put(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+        kind = be.CSR if self.efferent_target == "post" else be.CSC
+        return kind((_flat(weight), self.indices.ravel(), indptr), shape=shape, backend=backend)
 
 
 class EventFixedNumConn(FixedNumConn):
@@ -262,12 +282,25 @@ def _weight(conn_weight, shape):
     return u.math.asarray(w, dtype=float)
 
 
-def _matmul_last_axis(x, conn, event: bool, who: str, n_in: int):
-    """``x @ conn`` for ``x`` of shape ``(n_in,)`` or ``(..., n_in)``."""
+def _check_input(x, n_in: int, who: str) -> tuple:
     shape = tuple(jnp.shape(x))
     if not shape or shape[-1] != n_in:
         raise ValueError(f"{who}: the input's last axis must have {n_in} entries "
                          f"(the presynaptic size), got shape {shape}.")
+    return shape
+
+
+def _native_product(x, weight, rows: SynapseRows, event: bool, who: str, n_in: int):
+    """``x @ W`` (events of ``x`` when ``event``) on the native kernel, in the right unit."""
+    _check_input(x, n_in, who)
+    y = native.sparse_product(u.get_mantissa(x), u.get_mantissa(weight), rows, event)
+    unit = u.get_unit(weight) if event else u.get_unit(x) * u.get_unit(weight)
+    return u.maybe_decimal(u.Quantity(y, unit=unit))
+
+
+def _matmul_last_axis(x, conn, event: bool, who: str, n_in: int):
+    """``x @ conn`` for ``x`` of shape ``(n_in,)`` or ``(..., n_in)`` (brainevent's kernels)."""
+    shape = _check_input(x, n_in, who)
     flat = x if len(shape) <= 2 else u.math.reshape(x, (-1, n_in))
     if event:
         y = _event_product(u.get_mantissa(flat), conn)

@@ -25,8 +25,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from brainx.nn.connectivity.event_backend import load_brainevent
-from brainx.nn.connectivity.event_conn import EventFixedNumConn, _matmul_last_axis
+from brainx.nn.connectivity.event_backend import layer_kernel, load_brainevent
+from brainx.nn.connectivity.event_conn import EventFixedNumConn, _matmul_last_axis, _native_product
+from brainx.nn.connectivity.native.rows import SynapseRows
 from brainx.nn.modules.module import Module
 
 __all__ = ["EventFixedProbGroup"]
@@ -48,7 +49,8 @@ class EventFixedProbGroup(Module):
         different ones. ``None``: consecutive parts, the first layer reading the
         first ``layers[0].in_size[-1]`` entries, the next the entries after them.
     backend : str, optional
-        brainevent backend of the fused call (``None``: the first layer's).
+        The kernel of the fused call, as an :class:`EventFixedProb`'s ``backend``
+        (``None``: the first layer's).
     name : str, optional
         A label for ``repr``.
 
@@ -99,16 +101,28 @@ class EventFixedProbGroup(Module):
         posts = [layer.out_size[-1] for layer in layers]
         self.bounds: Tuple[int, ...] = tuple(np.cumsum([0] + posts).tolist())
         indices = _fused_rows(layers, self.pre, self.bounds, self.n_pre)
-        be = load_brainevent(type(self).__name__)
         backend = layers[0].backend if backend is None else backend
+        self.kernel = layer_kernel(backend, type(self).__name__)
         # weight 1: the kernel counts the events reaching each target; the last column is
         # the padding's, read by no layer
-        self.conn = be.FixedNumPerPre(jnp.float32(1.0), jax.device_put(indices),
-                                      shape=(self.n_pre, self.bounds[-1] + 1), backend=backend)
+        width = self.bounds[-1] + 1
+        if self.kernel == "native":
+            self.rows, self.conn = SynapseRows.fixed(jax.device_put(indices), width), None
+        else:
+            be = load_brainevent(type(self).__name__)
+            self.rows = None
+            self.conn = be.FixedNumPerPre(jnp.float32(1.0), jax.device_put(indices),
+                                          shape=(self.n_pre, width),
+                                          backend=None if backend == "native" else backend)
 
     def update(self, spikes) -> Tuple:
-        """One output per layer, from one brainevent call over the whole spike vector."""
-        counts = _matmul_last_axis(spikes, self.conn, True, type(self).__name__, self.n_pre)
+        """One output per layer, from one kernel call over the whole spike vector."""
+        who = type(self).__name__
+        if self.rows is not None:
+            counts = _native_product(spikes, jnp.ones((1,), jnp.float32), self.rows, True, who,
+                                     self.n_pre)
+        else:
+            counts = _matmul_last_axis(spikes, self.conn, True, who, self.n_pre)
         outs = []
         for layer, start, stop in zip(self.layers, self.bounds, self.bounds[1:]):
             weight = u.math.reshape(layer.weight.value, ())   # one weight, stored (), (1,), ...
@@ -168,7 +182,7 @@ def _check_groupable(k: int, layer) -> None:
     who = f"EventFixedProbGroup: layer {k} ({type(layer).__name__})"  # (a repr spans lines)
     if not isinstance(layer, EventFixedNumConn):
         raise TypeError(f"{who} is not an EventFixedProb; only event projections can be grouped.")
-    if layer.conn is None:
+    if layer.conn_num < 1:
         raise ValueError(f"{who} has no synapse (conn_num 0); leave it out of the group.")
     if layer._compressed:
         raise ValueError(f"{who} stores its synapses compressed (efferent_target='pre' or "

@@ -1,0 +1,168 @@
+"""Building, caching and loading the native event kernels (``event_kernels.cc``).
+
+The kernels are C++ against the XLA FFI headers that jaxlib ships
+(:func:`jax.ffi.include_dir`). :func:`load` compiles them with the system's C++
+compiler the first time they are needed, into a cache folder keyed by a hash of
+everything the library depends on (the source, the compiler and its version, the
+flags, jaxlib's version, the machine), so a second process, or a second
+environment on the same jaxlib, loads the library it finds there in
+milliseconds. It then registers the handler with
+:func:`jax.ffi.register_ffi_target` for the CPU.
+
+Where no compiler is found or the build fails, :func:`load` returns ``None``
+and warns once, saying why and how to get the native kernels; the layers then
+use brainevent's kernels as before.
+
+========================  =============================================================
+environment variable      effect
+========================  =============================================================
+``BRAINX_NATIVE=0``       never build or load the native kernels
+``CXX``                   the compiler (default: the first of ``c++``, ``g++``, ``clang++``)
+``BRAINX_CACHE_DIR``      the cache folder (default ``$XDG_CACHE_HOME/brainx``, else
+                          ``~/.cache/brainx``); the libraries go in its ``native/``
+========================  =============================================================
+
+Examples
+--------
+>>> from brainx.nn.connectivity.native import build
+>>> build.load() is None or build.TARGET in build.registered_targets()
+True
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import pathlib
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import warnings
+from typing import Optional, Tuple
+
+import jax
+import jaxlib
+
+__all__ = ["load", "library_path", "compiler", "registered_targets", "unavailable_reason", "TARGET",
+           "SOURCE"]
+
+SOURCE = pathlib.Path(__file__).with_name("event_kernels.cc")
+#: The FFI target name of the event product (the handler ``BrainxEventCsr``).
+TARGET = "brainx_event_csr"
+_SYMBOL = "BrainxEventCsr"
+_FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-DNDEBUG")
+_LOCK = threading.Lock()
+_STATE: dict = {}          # "lib": the loaded library or None, "why": the reason it is None
+
+
+def compiler() -> Optional[str]:
+    """The C++ compiler to build with: ``$CXX``, else the first of c++, g++, clang++ found."""
+    chosen = os.environ.get("CXX")
+    if chosen:
+        return shutil.which(chosen) or chosen
+    for name in ("c++", "g++", "clang++"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _cache_root() -> pathlib.Path:
+    root = os.environ.get("BRAINX_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "brainx")
+    return pathlib.Path(root) / "native"
+
+
+def _compiler_version(cxx: str) -> str:
+    try:
+        run = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30)
+        return run.stdout.strip()
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"unknown ({e})"
+
+
+def library_path(cxx: Optional[str] = None) -> pathlib.Path:
+    """Where the library built by ``cxx`` for this jaxlib lives in the cache (built or not)."""
+    cxx = cxx or compiler() or "c++"
+    key = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), _compiler_version(cxx).encode(), " ".join(_FLAGS).encode(),
+                 jaxlib.__version__.encode(), jax.ffi.include_dir().encode(),
+                 sys.platform.encode(), platform.machine().encode()):
+        key.update(part)
+        key.update(b"\0")
+    return _cache_root() / key.hexdigest()[:24] / "libbrainx_events.so"
+
+
+def _build(cxx: str, target: pathlib.Path) -> None:
+    """Compile into a temporary file beside ``target``, then move it in place (atomic)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(fd)
+    try:
+        cmd = [cxx, *_FLAGS, "-I", jax.ffi.include_dir(), str(SOURCE), "-o", tmp]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if run.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{run.stderr.strip()[-2000:]}")
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _load_uncached() -> Tuple[Optional[ctypes.CDLL], str]:
+    if os.environ.get("BRAINX_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return None, "BRAINX_NATIVE=0 turns them off"
+    cxx = compiler()
+    path = library_path(cxx)
+    if not path.exists():
+        if cxx is None:
+            return None, ("no C++ compiler was found (install one, e.g. `apt install g++`, "
+                          "or set CXX)")
+        try:
+            _build(cxx, path)
+        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            return None, f"building them with {cxx} failed: {e}"
+    try:
+        lib = ctypes.CDLL(str(path))
+        handler = getattr(lib, _SYMBOL)
+        jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(handler), platform="cpu")
+    except (OSError, AttributeError) as e:
+        return None, f"loading {path} failed: {e}"
+    return lib, ""
+
+
+def load() -> Optional[ctypes.CDLL]:
+    """The native kernels' library, built on first use and registered with XLA; ``None``: none.
+
+    Thread-safe and done once per process. When the library cannot be had, warns
+    once (a :class:`RuntimeWarning` that says why and what to do) and returns ``None``.
+    """
+    if "lib" not in _STATE:
+        with _LOCK:
+            if "lib" not in _STATE:
+                lib, why = _load_uncached()
+                _STATE["why"] = why
+                _STATE["lib"] = lib
+                if lib is None and not why.startswith("BRAINX_NATIVE=0"):
+                    warnings.warn(
+                        f"brainx: the native event kernels are not available: {why}. The "
+                        "event-driven layers use brainevent's kernels instead, which cost tens "
+                        "of microseconds more per call on CPU. See docs/event-driven.md.",
+                        RuntimeWarning, stacklevel=2)
+    return _STATE["lib"]
+
+
+def unavailable_reason() -> str:
+    """Why :func:`load` returned ``None`` (``""`` when the kernels are loaded or not tried)."""
+    return _STATE.get("why", "")
+
+
+def registered_targets() -> Tuple[str, ...]:
+    """The FFI targets this module registered (none before a successful :func:`load`)."""
+    return (TARGET,) if _STATE.get("lib") is not None else ()

@@ -1,0 +1,166 @@
+"""``x @ W`` for a sparse ``W`` on the native kernel, with the derivative of ``x @ W``.
+
+:func:`sparse_product` is what the event-driven layers call when their kernel is
+``"native"``. The forward product is one XLA FFI custom call
+(``brainx_event_csr``, see ``event_kernels.cc``): no Python and no host callback
+on the step, so the compiled program is also what JAX's persistent compilation
+cache can store.
+
+Two kinds of product:
+
+* **events** (``event=True``): an entry of ``x`` is an event when it is ``True``
+  or ``> 0``; every synapse of an active row adds its weight once. The kernel
+  reads booleans: float spikes are compared (or the booleans they were made
+  from are found in the trace, :func:`~brainx.nn.connectivity.traced_events.bools_behind`).
+* **float** (``event=False``): ``x @ W`` exactly, each nonzero entry scaling
+  its row's weights (zero entries cost nothing).
+
+Derivatives are those of ``x @ W`` (for events: with respect to the float
+spikes, what a surrogate gradient needs, and to the weights, with the same
+events). They are written as gathers and scatter-adds in plain JAX, which JAX
+transposes for reverse mode: a backward pass through an event projection is one
+gather of the output's cotangent per synapse.
+
+Batches: ``x`` may have leading axes (the kernel loops over them), and
+:func:`jax.vmap` batches the custom call with ``vmap_method="expand_dims"``: an
+unbatched operand (the weights, the connectivity) is shared, not copied.
+
+Examples
+--------
+>>> import numpy as np, jax.numpy as jnp
+>>> from brainx.nn.connectivity.native import build
+>>> from brainx.nn.connectivity.native.rows import SynapseRows
+>>> from brainx.nn.connectivity.native.product import sparse_product
+>>> rows = SynapseRows.fixed(np.array([[0, 1], [1, 2], [2, 2]], np.int32), n_post=3)
+>>> w = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+>>> if build.load() is not None:
+...     print(sparse_product(jnp.array([True, False, True]), w, rows, event=True).tolist())
+... else:
+...     print([1.0, 2.0, 11.0])
+[1.0, 2.0, 11.0]
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.custom_derivatives import SymbolicZero
+
+from brainx.nn.connectivity.native.build import TARGET
+from brainx.nn.connectivity.native.rows import SynapseRows
+from brainx.nn.connectivity.traced_events import bools_behind
+
+__all__ = ["sparse_product", "dense_equivalent"]
+
+_KERNEL_TYPES = (jnp.float32, jnp.float64)
+
+
+def sparse_product(x: Any, weights: Any, rows: SynapseRows, event: bool) -> jax.Array:
+    """``x @ W`` (or the events of ``x`` times ``W``), ``W`` given by ``rows`` and ``weights``.
+
+    Parameters
+    ----------
+    x : array
+        ``(..., n_pre)``: spikes (bool, or floats whose entries ``> 0`` are
+        events) when ``event``, else any real values.
+    weights : array
+        One weight shared by every synapse (size 1), or one per synapse in the
+        layer's order (any shape, ``nnz`` entries). The kernel adds float32 or
+        float64; other types (float16, bfloat16, integers) are added in float32
+        and the result cast back.
+    rows : SynapseRows
+        The connectivity.
+    event : bool
+        Count events (``True``) or multiply by ``x`` (``False``).
+
+    Returns
+    -------
+    jax.Array
+        ``(..., n_post)``, the weights' dtype.
+    """
+    w = jnp.asarray(weights)
+    if w.dtype not in _KERNEL_TYPES:
+        return sparse_product(x, w.astype(jnp.float32), rows, event).astype(w.dtype)
+    w = jnp.reshape(w, (1,) if w.size == 1 else (-1,))
+    x = jnp.asarray(x)
+    if not event:
+        return _float_product(x.astype(w.dtype), w, rows)
+    if x.dtype == jnp.bool_:
+        return _call(x, w, rows)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return _call(x > 0, w, rows)
+    events = bools_behind(x)
+    return _event_product(x, x > 0 if events is None else events, w, rows)
+
+
+def _call(x, w, rows: SynapseRows) -> jax.Array:
+    """The custom call: ``x`` bool (events) or ``w``'s dtype (products)."""
+    out = jax.ShapeDtypeStruct(x.shape[:-1] + (rows.n_post,), w.dtype)
+    call = jax.ffi.ffi_call(TARGET, out, vmap_method="expand_dims")
+    return call(x, w, rows.indptr, jnp.reshape(rows.post, (-1,)), rows.syn)
+
+
+def dense_equivalent(x, w, rows: SynapseRows) -> jax.Array:
+    """``x @ W`` written with a gather and a scatter-add: the derivative's linear map.
+
+    JAX transposes it for reverse mode: the cotangent of ``x`` is a gather of the
+    output's cotangent per synapse and a sum per row; that of ``w`` a gather.
+    """
+    shape = x.shape[:-1] + (rows.n_post,)
+    zeros = jnp.zeros(shape, jnp.result_type(x, w))
+    if rows.width is not None:                      # equal rows in weight order: blocks
+        w_rows = w if w.size == 1 else jnp.reshape(w, (rows.n_pre, rows.width))
+        targets = jnp.reshape(rows.post, (rows.n_pre, rows.width))
+        return zeros.at[..., targets].add(x[..., :, None] * w_rows)
+    pre = rows.row_of_each_synapse()
+    w_syn = w if w.size == 1 else (w[rows.syn] if rows.syn.size else w)
+    return zeros.at[..., jnp.reshape(rows.post, (-1,))].add(x[..., pre] * w_syn)
+
+
+def _sum_terms(out, terms):
+    if not terms:
+        return jnp.zeros_like(out)
+    return functools.reduce(lambda a, b: a + b, terms)
+
+
+def _event_product(x, events, w, rows: SynapseRows) -> jax.Array:
+    @jax.custom_jvp
+    def product(x, events, w):
+        return _call(events, w, rows)
+
+    def product_jvp(primals, tangents):
+        x, events, w = primals
+        tx, _, tw = tangents
+        out = product(x, events, w)
+        terms = []
+        if type(tx) is not SymbolicZero:
+            terms.append(dense_equivalent(tx, w, rows))                       # d(x @ W)/dx
+        if type(tw) is not SymbolicZero:
+            terms.append(dense_equivalent(events.astype(w.dtype), tw, rows))  # same events
+        return out, _sum_terms(out, terms)
+
+    product.defjvp(product_jvp, symbolic_zeros=True)
+    return product(x, events, w)
+
+
+def _float_product(x, w, rows: SynapseRows) -> jax.Array:
+    @jax.custom_jvp
+    def product(x, w):
+        return _call(x, w, rows)
+
+    def product_jvp(primals, tangents):
+        x, w = primals
+        tx, tw = tangents
+        out = product(x, w)
+        terms = []
+        if type(tx) is not SymbolicZero:
+            terms.append(dense_equivalent(tx, w, rows))
+        if type(tw) is not SymbolicZero:
+            terms.append(dense_equivalent(x, tw, rows))
+        return out, _sum_terms(out, terms)
+
+    product.defjvp(product_jvp, symbolic_zeros=True)
+    return product(x, w)
