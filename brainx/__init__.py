@@ -12,6 +12,7 @@ from brainx import distributed  # noqa: E402  (places the states graph finds)
 from brainx import interop  # noqa: E402  (flax/equinox conversions; imports neither until used)
 from brainx.compat.deprecated import augment, compile, functional  # noqa: E402,A004  (brainstate's old names)
 from brainx.compat.fake_state import FakeState  # noqa: E402
+from brainx.compat.no_op_switches import check_state_jax_tracer  # noqa: E402
 from brainx.compat.new_state_probe import in_new_state_probe as _in_new_state_probe  # noqa: E402
 from brainx.errors import (
     BatchAxisError, BrainStateError, ExpiredStateError, StateTypeError, TraceContextError,
@@ -23,7 +24,7 @@ from brainx.state import (
     check_state_value_tree, maybe_state,
 )
 from brainx.state.snapshots import TreefyState  # noqa: E402  (brainstate's top-level name)
-from brainx.state import StateDictManager, check_state_jax_tracer  # noqa: E402
+from brainx.state import StateDictManager  # noqa: E402
 from brainx.state import (  # state hooks
     GlobalHookRegistry, Hook, HookCancellationError, HookConfig, HookContext, HookError,
     HookExecutionError, HookHandle, HookManager, HookRegistrationError, HookWarning,
@@ -34,10 +35,12 @@ from brainx.state import (  # state hooks
 
 # Names a lower package answers to that live above it; the package that imports both puts them
 # there. brainstate has ``util.breakpoint_if``: brainx.transform's function, and brainx.util sits
-# below brainx.transform. ``state.FakeState`` and ``transform.in_new_state_probe`` are brainstate
-# compatibility, which lives in brainx.compat, on the top floor.
+# below brainx.transform. ``state.FakeState``, ``state.check_state_jax_tracer`` and
+# ``transform.in_new_state_probe`` are brainstate compatibility, which lives in brainx.compat, on
+# the top floor.
 util.breakpoint_if = transform.breakpoint_if
 state.FakeState = FakeState
+state.check_state_jax_tracer = check_state_jax_tracer
 transform.in_new_state_probe = _in_new_state_probe
 
 __version__ = "0.1.0"

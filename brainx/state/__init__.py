@@ -1,8 +1,10 @@
 """States and the state trace.
 
-:class:`FakeState` (brainstate's stand-in for a state) is
-:class:`brainx.compat.fake_state.FakeState`: brainstate compatibility lives in
-:mod:`brainx.compat`, above this package, so ``brainx/__init__.py`` sets it here.
+:class:`FakeState` (brainstate's stand-in for a state) and :func:`check_state_jax_tracer`
+(brainstate's switch, which changes nothing here) are
+:class:`brainx.compat.fake_state.FakeState` and
+:func:`brainx.compat.no_op_switches.check_state_jax_tracer`: brainstate compatibility lives
+in :mod:`brainx.compat`, above this package, so ``brainx/__init__.py`` sets them here.
 """
 
 from brainx.errors import TraceContextError
@@ -22,7 +24,7 @@ from brainx.state.state import (
     BatchState, DelayState, HiddenState, LongTermState, NonBatchState, ParamState, ShortTermState,
     State, StateMetadata, maybe_state, structure_changed, structure_epoch,
 )
-from brainx.state.value_checks import check_state_jax_tracer, check_state_value_tree
+from brainx.state.value_checks import check_state_value_tree
 from brainx.state.trace import (
     NewStateCatcher, StateCatcher, StateTraceStack, active_traces, catch_new_states,
 )

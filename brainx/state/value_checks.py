@@ -2,8 +2,9 @@
 
 ``check_state_value_tree()`` turns on, for a block of code in this thread, the
 check that a write keeps the state's tree and leaf shapes; ``restore_value``
-always keeps the tree structure. ``check_state_jax_tracer`` is brainstate's
-switch, a no-op here (brainx always refuses a leaked tracer).
+always keeps the tree structure. (brainstate's ``check_state_jax_tracer`` changes
+nothing here, since brainx always refuses a leaked tracer: it is
+:mod:`brainx.compat.no_op_switches`.)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from brainx.errors import StateTypeError
 from brainx.state.trace import _THREAD
 from brainx.state.values import _Expired, describe_value
 
-__all__ = ["check_state_value_tree", "check_state_jax_tracer"]
+__all__ = ["check_state_value_tree"]
 
 
 class _Checks(threading.local):
@@ -81,19 +82,3 @@ def _check_same_structure(state: Any, value: Any) -> None:
             f"{state!r}.restore_value was given a value of another tree structure ({new_tree}, "
             f"not {old_tree}). restore_value puts back a value of the state; to give the state "
             "a value of a new structure, assign it: `state.value = new`.")
-
-
-@contextlib.contextmanager
-def check_state_jax_tracer(val: bool = True) -> Iterator[None]:
-    """Brainstate's switch for refusing JAX tracers written outside a transform.
-
-    brainx always refuses them (:class:`~brainx.TracerLeakError`), so this
-    block changes nothing; it is here for programs written for brainstate.
-
-    Examples
-    --------
-    >>> import brainx
-    >>> with brainx.check_state_jax_tracer():
-    ...     s = brainx.State(1.0)
-    """
-    yield
