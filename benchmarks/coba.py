@@ -37,12 +37,16 @@ takes when nothing else runs on the machine.
 Run: ``python benchmarks/coba.py [--quick] [--model coba|cuba] [--sizes 4000 16000 64000]
 [--rounds 3]``. ``--profile`` adds a per-step profile at each size (the step without
 synapses, each projection alone, with and without spikes: the fixed cost of a call).
+``--brian2 PYTHON`` (an interpreter with Brian2) adds, after each size, the same network in
+Brian2 (``brian2_coba.py``: C++ standalone, and cython unless ``--no-cython``), its rounds
+interleaved with runs of brainx's two versions, and the ratios brainx / Brian2.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -273,6 +277,7 @@ def measure(n: int, n_steps: int, rounds: int, hands, seed: int = 0) -> dict:
         runs[name] = run
         run()
     times = interleaved(runs, rounds)
+    out["runs"] = runs
     for name in compiled:
         out[f"run {name}"], out[f"min {name}"] = times[name]
         spikes = sum(float(np.asarray(c).sum()) for c in counts[name])
@@ -281,6 +286,40 @@ def measure(n: int, n_steps: int, rounds: int, hands, seed: int = 0) -> dict:
         synaptic_events = out[f"rate {name}"] * n * model_seconds * sizes(n)[2]
         out[f"events/s {name}"] = synaptic_events / out[f"run {name}"]
     return out
+
+
+def brian2(python: str, n: int, duration: float, rounds: int, targets, runs: dict) -> dict:
+    """Brian2's figures (``brian2_coba.py`` in ``python``), each round interleaved with a run of
+    each of ``runs``: ``{name: (median, min, rate or None)}`` and the build lines."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "brian2_coba.py")
+    procs, builds = {}, {}
+    for target in targets:                      # one build at a time
+        procs[target] = subprocess.Popen(
+            [python, script, "--model", MODEL, "--n", str(n), "--duration", str(duration),
+             "--target", target, "--rounds", str(rounds), "--wait"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for line in procs[target].stdout:
+            if line.startswith("build s:"):
+                builds[target] = line.split(":", 1)[1].strip()
+                break
+        else:
+            raise RuntimeError(f"brian2_coba.py ({target}) failed")
+    times = {name: [] for name in (*targets, *runs)}
+    rates = {}
+    for _ in range(rounds):
+        for target, proc in procs.items():
+            proc.stdin.write("\n")
+            proc.stdin.flush()
+            words = proc.stdout.readline().split()   # round i: run s T (whole) rate Hz R
+            times[target].append(float(words[4]))
+            rates[target] = float(words[-1])
+        for name, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t0)
+    for proc in procs.values():
+        proc.communicate()
+    return {name: (statistics.median(ts), min(ts), rates.get(name)) for name, ts in times.items()}, builds
 
 
 def profile(n: int, n_steps: int, rounds: int, seed: int = 0) -> dict:
@@ -369,6 +408,10 @@ def main(argv=None):
     p.add_argument("--profile", action="store_true", help="add a per-step profile")
     p.add_argument("--no-brainevent", dest="brainevent", action="store_false",
                    help="leave out the hand-written version on brainevent's kernels")
+    p.add_argument("--brian2", metavar="PYTHON",
+                   help="an interpreter with Brian2: add Brian2's C++ standalone and cython")
+    p.add_argument("--no-cython", dest="cython", action="store_false",
+                   help="with --brian2: C++ standalone only")
     p.add_argument("--build-only", dest="build_only", nargs=2, metavar=("WHICH", "N"),
                    help=argparse.SUPPRESS)          # used by cold_build_seconds
     args = p.parse_args(argv)
@@ -391,6 +434,7 @@ def main(argv=None):
     warm_up(hands)
     for n in args.sizes:
         r = measure(n, n_steps, args.rounds, hands)
+        runs = r.pop("runs")
         r["build brainx1"], r["conn brainx1"], r["rebuild brainx1"] = (
             r["build brainx"], r["conn brainx"], r["rebuild brainx"])   # the same network
         names = ("brainx", "brainx1", *hands)
@@ -408,6 +452,18 @@ def main(argv=None):
                       f"(min {r['min ' + name] / r['min ' + hand]:.3f}x), instructions per step "
                       f"{r['step ' + name] / r['step ' + hand]:.3f}x, rates differ by "
                       f"{abs(r['rate ' + name] / r['rate ' + hand] - 1):.1%}")
+        if args.brian2:
+            targets = ["cpp_standalone"] + (["cython"] if args.cython else [])
+            b2, builds = brian2(args.brian2, n, args.duration, args.rounds, targets,
+                                {name: runs[name] for name in ("brainx", "brainx1")})
+            for target in targets:
+                print(f"{n} Brian2 {target} | build s {builds[target]} | run s "
+                      f"{b2[target][0]:.3f} ({b2[target][1]:.3f}) | rate {b2[target][2]:.2f} Hz")
+            for name in ("brainx", "brainx1"):
+                for target in targets:
+                    print(f"{n} {name} / Brian2 {target}: run {b2[name][0] / b2[target][0]:.3f}x "
+                          f"(min {b2[name][1] / b2[target][1]:.3f}x; brainx interleaved "
+                          f"{b2[name][0]:.3f} ({b2[name][1]:.3f}) s)")
         if args.profile:
             for part, value in profile(n, min(n_steps, 2000), max(args.rounds, 5)).items():
                 shown = (f"{value[0]:.1f}, {value[1]:.1f}" if isinstance(value, tuple)
