@@ -288,7 +288,7 @@ def measure(n: int, n_steps: int, rounds: int, hands, seed: int = 0) -> dict:
     return out
 
 
-def brian2(python: str, n: int, duration: float, rounds: int, targets, runs: dict) -> dict:
+def brian2(python: str, n: int, duration: float, rounds: int, targets, runs: dict) -> tuple:
     """Brian2's figures (``brian2_coba.py`` in ``python``), each round interleaved with a run of
     each of ``runs``: ``{name: (median, min, rate or None)}`` and the build lines."""
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "brian2_coba.py")
@@ -319,7 +319,8 @@ def brian2(python: str, n: int, duration: float, rounds: int, targets, runs: dic
             times[name].append(time.perf_counter() - t0)
     for proc in procs.values():
         proc.communicate()
-    return {name: (statistics.median(ts), min(ts), rates.get(name)) for name, ts in times.items()}, builds
+    return {name: (statistics.median(ts), min(ts), rates.get(name))
+            for name, ts in times.items()}, builds
 
 
 def profile(n: int, n_steps: int, rounds: int, seed: int = 0) -> dict:
