@@ -50,6 +50,16 @@ Limits: brainstate internals that brainx does not have (graph-definition interna
 such as ``NodeSpec`` and edges, drawing a jaxpr) are not there; brainstate's jaxpr passes
 and ``TRACE_CONTEXT`` are served (:doc:`/brainstate-compat` has the list). It refuses to
 run when the real brainstate is already imported, since objects of both would then mix.
+
+The rest of brainstate compatibility lives in this package too, on the top floor of
+brainx (nothing below imports it; ``brainx/__init__.py`` sets the names brainstate's
+users find in lower packages): its old module names ``brainx.compile``,
+``brainx.augment``, ``brainx.functional`` (:mod:`brainx.compat.deprecated`), its
+stand-ins ``FakeState`` (:mod:`brainx.compat.fake_state`) and
+``transform.in_new_state_probe`` (:mod:`brainx.compat.new_state_probe`), its switches
+that change nothing here (:mod:`brainx.compat.no_op_switches`), the JAX names it
+re-exports (:mod:`brainx.compat.jax_shim`) and its private modules
+(:mod:`brainx.compat.private`).
 """
 
 from __future__ import annotations
