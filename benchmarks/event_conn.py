@@ -6,8 +6,9 @@ one weight per synapse (``ParamState``s). One step computes the input current
 ``I = E(spikes_E) + I(spikes_I)``:
 
 * event: two ``brainx.nn.EventFixedProb`` layers, bool spikes, per backend
-  (``numba``: loops over the spiking rows; ``jax_raw``: gather + segment_sum
-  over every stored synapse);
+  (``native``: brainx's C++ kernel over the spiking rows, an XLA custom call;
+  ``numba``: brainevent's loops over the spiking rows, called back through Python;
+  ``jax_raw``: gather + segment_sum over every stored synapse);
 * dense: two ``brainx.nn.Linear`` layers (no bias) holding the same synapses
   as dense ``(pre, 4000)`` matrices, the spikes as 0/1 floats;
 * brainstate's ``EventFixedProb`` (shared weights, its own synapses), timed in
@@ -61,7 +62,9 @@ def variants():
     """name -> (compiled step of the spike vector, memory bytes, connectivity bytes)."""
     out = {}
     layers = {}
-    for backend in ("numba", "jax_raw"):
+    for backend in ("native", "numba", "jax_raw"):
+        if backend == "native" and not nn.event_backend.has_native():
+            continue
         if backend == "numba" and not nn.event_backend.has_numba():
             continue
         e, i = layers[backend] = build(backend)

@@ -125,6 +125,16 @@ def test_gradients_in_reverse_and_forward_mode_are_those_of_x_at_w(target, ratio
     np.testing.assert_allclose(t, t_ref, rtol=1e-5, atol=1e-6)
 
 
+def test_gradients_reach_the_weights_from_bool_and_integer_spikes():
+    layer = nn.EventFixedProb(14, 6, 3, nn.init.Normal(), seed=2)
+    D, w0 = dense_fn(layer), layer.weight.value
+    s = spikes((3, 14), 0.4)
+    g_ref = jax.grad(lambda w: jnp.sum(jnp.sin(s.astype(jnp.float32) @ D(w))))(w0)
+    for x in (s, s.astype(jnp.int32)):
+        g = brainx.transform.grad(lambda: jnp.sum(jnp.sin(layer(x))), grad_states=layer.weight)()
+        np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-6)
+
+
 def test_bptt_through_a_native_projection_equals_the_dense_version():
     """A recurrent trace ``h' = 0.9 h + (s > 0) @ W`` over 20 steps, gradient w.r.t. W."""
     layer = nn.EventFixedProb(12, 12, 4, nn.init.Normal(), seed=6)
@@ -279,3 +289,26 @@ def test_a_second_process_compiles_nothing_with_the_persistent_cache(tmp_path):
     n_first, spikes_first = first.stdout.split()
     n_second, spikes_second = second.stdout.split()
     assert int(n_first) >= 1 and int(n_second) == 0 and spikes_first == spikes_second
+
+
+@pytest.mark.parametrize("kind", ["CSR", "CSC", "COO"])
+def test_sparse_linear_on_the_native_kernel_equals_the_dense_matrix(kind):
+    rng = np.random.RandomState(0)
+    dense = rng.randn(12, 7).astype(np.float32) * (rng.rand(12, 7) < 0.3)
+    mat = getattr(u.sparse, kind).fromdense(jnp.asarray(dense))
+    layer = nn.SparseLinear(mat, b_init=jnp.ones(7))
+    assert layer.rows is not None
+    x = jnp.asarray(rng.randn(3, 12), jnp.float32)
+    np.testing.assert_allclose(layer(x), x @ dense + 1.0, rtol=1e-5, atol=1e-5)
+    s = spikes((12,), 0.5)
+    np.testing.assert_allclose(layer(s), np.asarray(s, np.float32) @ dense + 1.0, rtol=1e-5,
+                               atol=1e-5)
+    g = brainx.transform.grad(lambda: jnp.sum(jnp.tanh(layer(x))), grad_states=layer.weight)()
+    rows, cols = (np.asarray(c) for c in layer._coords)
+
+    def ref(data, bias):
+        W = jnp.zeros((12, 7)).at[rows, cols].add(data)
+        return jnp.sum(jnp.tanh(x @ W + bias))
+    g_data, g_bias = jax.grad(ref, (0, 1))(layer.weight.value["weight"], layer.weight.value["bias"])
+    np.testing.assert_allclose(g["weight"], g_data, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g["bias"], g_bias, rtol=1e-5, atol=1e-6)

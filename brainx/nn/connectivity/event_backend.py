@@ -61,7 +61,7 @@ import jax.numpy as jnp
 from brainx.nn.connectivity.native import build as native_build
 
 __all__ = ["load_brainevent", "set_event_backend", "get_event_backend", "use_event_backend",
-           "has_numba", "has_native", "layer_kernel", "as_events", "CPU_BACKENDS"]
+           "has_numba", "has_native", "native_by_default", "layer_kernel", "as_events", "CPU_BACKENDS"]
 
 CPU_BACKENDS = ("native", "numba", "jax_raw")
 
@@ -214,6 +214,12 @@ def use_event_backend(backend: Optional[str], platform: str = "cpu") -> Iterator
             be.config.set_backend(platform, previous_be)
 
 
+def native_by_default() -> bool:
+    """Whether a layer built now without a ``backend=`` gets the native kernel."""
+    return (jax.default_backend() == "cpu" and _CHOSEN.get("cpu") in (None, "native")
+            and has_native())
+
+
 def layer_kernel(requested: Optional[str], what: str) -> Optional[str]:
     """The backend a layer built with ``backend=requested`` uses: ``"native"`` or brainevent's.
 
@@ -222,7 +228,7 @@ def layer_kernel(requested: Optional[str], what: str) -> Optional[str]:
     brainevent's, checked as :func:`set_event_backend` checks it.
     """
     if requested is None:
-        if jax.default_backend() == "cpu" and _CHOSEN.get("cpu") in (None, "native") and has_native():
+        if native_by_default():
             return "native"
         load_brainevent(what)
         return None                       # brainevent's choice when the step is compiled

@@ -9,10 +9,12 @@ fixed; its stored values become the trainable ``"weight"`` of
 
 A brainevent matrix multiplies with brainevent's kernels (a boolean input is
 a spike vector and goes through the event kernel). A brainunit matrix is
-read once into its ``(row, column)`` coordinates and multiplied here in
-plain JAX, a gather and a ``segment_sum`` over the stored entries:
-brainunit 0.5.2's own ``x @ csr`` gives a wrong gradient with respect to the
-stored values, which training needs.
+read once into its ``(row, column)`` coordinates and multiplied by brainx: on
+CPU by the native kernel (:mod:`brainx.nn.connectivity.native`: only the rows
+of nonzero inputs are visited), elsewhere in plain JAX, a gather and a
+``segment_sum`` over the stored entries. (brainunit 0.5.2's own ``x @ csr``
+gives a wrong gradient with respect to the stored values, which training
+needs.)
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from brainx.nn.connectivity.event_conn import _matmul_last_axis
+from brainx.nn.connectivity.event_backend import native_by_default
+from brainx.nn.connectivity.event_conn import _check_input, _matmul_last_axis
+from brainx.nn.connectivity.native.product import sparse_product
+from brainx.nn.connectivity.native.rows import SynapseRows
 from brainx.nn.init import param
 from brainx.nn.modules.module import Module
 from brainx.state.state import ParamState
@@ -74,6 +79,9 @@ class SparseLinear(Module):
         self.out_size = cols
         self.spar_mat = spar_mat
         self._coords = None if _is_brainevent(spar_mat) else _coordinates(spar_mat)
+        self.rows = None     # the native kernel's layout (CPU, a brainunit matrix)
+        if self._coords is not None and native_by_default():
+            self.rows = SynapseRows.coordinates(*map(np.asarray, self._coords), rows, cols)
         params = {"weight": spar_mat.data}
         if b_init is not None:
             params["bias"] = param(b_init, (cols,), allow_none=False)
@@ -82,7 +90,9 @@ class SparseLinear(Module):
     def update(self, x):
         """``x @ W (+ b)``; a bool ``x`` is a spike vector (event kernel on brainevent matrices)."""
         params = self.weight.value
-        if self._coords is None:
+        if self.rows is not None:
+            y = _native_matmul(x, params["weight"], self.rows, self.in_size[-1])
+        elif self._coords is None:
             mat = self.spar_mat.with_data(params["weight"])
             spikes = jnp.asarray(u.get_mantissa(x)).dtype == jnp.bool_
             y = _matmul_last_axis(x, mat, spikes, "SparseLinear", self.in_size[-1])
@@ -91,6 +101,15 @@ class SparseLinear(Module):
         if "bias" in params:
             y = y + params["bias"]
         return y
+
+
+def _native_matmul(x, data, rows: SynapseRows, n_in: int):
+    """``x @ W`` on the native kernel: a bool ``x`` as events, else the float product."""
+    _check_input(x, n_in, "SparseLinear")
+    xm = jnp.asarray(u.get_mantissa(x))
+    y = sparse_product(xm, u.get_mantissa(data), rows, event=xm.dtype == jnp.bool_)
+    unit = u.get_unit(data) * u.get_unit(x)
+    return y if unit.is_unitless else u.Quantity(y, unit=unit)
 
 
 def _is_brainevent(mat) -> bool:

@@ -88,10 +88,9 @@ def sparse_product(x: Any, weights: Any, rows: SynapseRows, event: bool) -> jax.
     x = jnp.asarray(x)
     if not event:
         return _float_product(x.astype(w.dtype), w, rows)
-    if x.dtype == jnp.bool_:
-        return _call(x, w, rows)
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        return _call(x > 0, w, rows)
+    if not jnp.issubdtype(x.dtype, jnp.floating):   # bool or integer spikes: no derivative
+        events = x if x.dtype == jnp.bool_ else x > 0
+        return _event_product(events, events, w, rows)
     events = bools_behind(x)
     return _event_product(x, x > 0 if events is None else events, w, rows)
 

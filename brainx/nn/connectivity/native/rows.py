@@ -100,9 +100,27 @@ class SynapseRows:
         rows, k = indices.shape
         owner_of = np.repeat(np.asarray(owners, np.int64), k)     # per synapse, in weight order
         if owner == "pre":
-            pre, post = owner_of, indices.ravel()
-        else:
-            pre, post = indices.ravel().astype(np.int64), owner_of
+            return cls.coordinates(owner_of, indices.ravel(), n_pre, n_post)
+        return cls.coordinates(indices.ravel(), owner_of, n_pre, n_post)
+
+    @classmethod
+    def coordinates(cls, pre: np.ndarray, post: np.ndarray, n_pre: int,
+                    n_post: int) -> "SynapseRows":
+        """Synapse ``s`` joins ``pre[s]`` to ``post[s]``; the weights are in this order.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from brainx.nn.connectivity.native.rows import SynapseRows
+        >>> rows = SynapseRows.coordinates(np.array([2, 0, 2]), np.array([1, 1, 0]), 3, 2)
+        >>> rows.indptr.tolist(), rows.post.tolist(), rows.syn.tolist()
+        ([0, 1, 1, 3], [1, 1, 0], [1, 0, 2])
+        """
+        pre = np.asarray(pre, np.int64)
+        post = np.asarray(post, np.int64)
+        if pre.size and (pre.min() < 0 or pre.max() >= n_pre or post.min() < 0
+                         or post.max() >= n_post):
+            raise ValueError(f"SynapseRows: a synapse lies outside the ({n_pre}, {n_post}) matrix.")
         order = np.argsort(pre, kind="stable")                   # row order, ties as stored
         in_order = bool(np.all(order == np.arange(order.size)))
         counts = np.bincount(pre, minlength=n_pre)
