@@ -312,3 +312,18 @@ def test_sparse_linear_on_the_native_kernel_equals_the_dense_matrix(kind):
     g_data, g_bias = jax.grad(ref, (0, 1))(layer.weight.value["weight"], layer.weight.value["bias"])
     np.testing.assert_allclose(g["weight"], g_data, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(g["bias"], g_bias, rtol=1e-5, atol=1e-6)
+
+
+def test_a_read_only_cache_folder_builds_into_the_temporary_folder(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")            # the cache root cannot be made below a file
+    (tmp_path / "tmp").mkdir()
+    run = _python("""
+        import brainx, jax.numpy as jnp
+        from brainx.nn.connectivity.native import build
+        layer = brainx.nn.EventFixedProb(6, 3, 2, 1.0, seed=0)
+        print(layer.kernel, build._STATE["lib"]._name)
+    """, BRAINX_CACHE_DIR=str(blocked / "cache"), TMPDIR=str(tmp_path / "tmp"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    kernel, path = run.stdout.split()
+    assert kernel == "native" and path.startswith(str(tmp_path / "tmp"))

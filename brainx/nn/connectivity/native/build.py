@@ -99,9 +99,18 @@ def library_path(cxx: Optional[str] = None) -> pathlib.Path:
     return _cache_root() / key.hexdigest()[:24] / "libbrainx_events.so"
 
 
-def _build(cxx: str, target: pathlib.Path) -> None:
-    """Compile into a temporary file beside ``target``, then move it in place (atomic)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _build(cxx: str, target: pathlib.Path) -> pathlib.Path:
+    """Compile into a temporary file beside ``target``, then move it in place (atomic).
+
+    Where the cache folder cannot be written (a read-only home), the library goes to the
+    system's temporary folder instead; returns where it went.
+    """
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        target = (pathlib.Path(tempfile.gettempdir()) / f"brainx-{os.getuid()}" / "native"
+                  / target.parent.name / target.name)
+        target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
     try:
@@ -113,6 +122,7 @@ def _build(cxx: str, target: pathlib.Path) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    return target
 
 
 def _load_uncached() -> Tuple[Optional[ctypes.CDLL], str]:
@@ -120,12 +130,16 @@ def _load_uncached() -> Tuple[Optional[ctypes.CDLL], str]:
         return None, "BRAINX_NATIVE=0 turns them off"
     cxx = compiler()
     path = library_path(cxx)
+    fallback = (pathlib.Path(tempfile.gettempdir()) / f"brainx-{os.getuid()}" / "native"
+                / path.parent.name / path.name)
+    if not path.exists() and fallback.exists():
+        path = fallback
     if not path.exists():
         if cxx is None:
             return None, ("no C++ compiler was found (install one, e.g. `apt install g++`, "
                           "or set CXX)")
         try:
-            _build(cxx, path)
+            path = _build(cxx, path)
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
             return None, f"building them with {cxx} failed: {e}"
     try:
