@@ -25,7 +25,8 @@ again.
 Run with an interpreter that has Brian2: ``python benchmarks/brian2_coba.py
 [--model coba|cuba] [--n 4000] [--duration 1000] [--target cpp_standalone|cython]
 [--rounds 3]``. ``--wait``: read a line from stdin before each round (for
-``coba.py --brian2``, which runs brainx between the rounds).
+``coba.py --brian2``, which runs brainx between the rounds). Brian2 2.9.0 needs NumPy
+below 2.4 (it wraps ``ndarray.ptp``, which 2.4 removed).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def connectivity(n: int, seed: int = 0):
 def build(model: str, n: int, seed: int = 0):
     """The network: ``(Network, NeuronGroup)``."""
     import brian2 as b2
-    from brian2 import mV, ms
+    from brian2 import ms, mV
 
     m = MODELS[model]
     scale = n / 4000
