@@ -153,6 +153,9 @@ def set_event_backend(backend: Optional[str], platform: str = "cpu") -> None:
         ``"native"`` was asked for and the native kernels cannot be built or
         loaded here (the message says why).
     """
+    if backend == "native" and platform != "cpu":
+        raise ValueError(f"set_event_backend: the native kernels run on the CPU only, not on "
+                         f"{platform!r}; use one of brainevent's backends there.")
     if platform == "cpu" and backend is not None:
         if backend not in CPU_BACKENDS:
             raise ValueError(f"set_event_backend: unknown CPU backend {backend!r}; "
