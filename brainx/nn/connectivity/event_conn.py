@@ -174,7 +174,7 @@ class FixedNumConn(Module):
         n_rows, n_cols = (n_pre, n_post) if efferent_target == "post" else (n_post, n_pre)
         self.conn_num = _conn_number(conn_num, n_cols, type(self).__name__)
 
-        self.kernel = None     # "native", or None: brainevent's (self.backend, or its global choice)
+        self.kernel = None     # "native", a brainevent backend, or None (brainevent's choice)
         self.rows: Optional[SynapseRows] = None   # the native kernel's layout
         if self.conn_num < 1:   # no synapse: the output is a zero of the weight's unit
             self.weight = u.math.asarray(param(conn_weight, (), allow_none=False))
