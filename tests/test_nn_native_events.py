@@ -327,3 +327,16 @@ def test_a_read_only_cache_folder_builds_into_the_temporary_folder(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     kernel, path = run.stdout.split()
     assert kernel == "native" and path.startswith(str(tmp_path / "tmp"))
+
+
+def test_without_brainevent_the_native_layers_work():
+    run = _python("""
+        import sys; sys.modules["brainevent"] = None
+        import jax, jax.numpy as jnp, brainx
+        layer = brainx.nn.EventFixedProb(10, 4, 3, 1.0, seed=0)
+        s = jnp.arange(10) % 2 == 0
+        g = jax.grad(lambda x: layer(x).sum())(s.astype(float))
+        print(brainx.nn.get_event_backend(), layer.kernel, float(layer(s).sum()), float(g.sum()))
+    """)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["native", "native", "15.0", "30.0"]
