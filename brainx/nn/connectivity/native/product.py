@@ -120,9 +120,11 @@ def dense_equivalent(x, w, rows: SynapseRows) -> jax.Array:
 
 
 def _sum_terms(out, terms):
+    """The tangent: the terms' sum in the output's dtype (a float64 input under x64 would
+    otherwise make it wider than the float32 output)."""
     if not terms:
         return jnp.zeros_like(out)
-    return functools.reduce(lambda a, b: a + b, terms)
+    return functools.reduce(lambda a, b: a + b, terms).astype(out.dtype)
 
 
 def _event_product(x, events, w, rows: SynapseRows) -> jax.Array:
