@@ -234,7 +234,9 @@ def test_a_second_process_loads_the_cached_library(tmp_path):
     assert first.returncode == 0, first.stderr[-2000:]
     kernel, total, path = first.stdout.split()
     assert kernel == "native" and float(total) == 12.0 and path.startswith(str(tmp_path))
-    second = _python(code.format(forbid=True), BRAINX_CACHE_DIR=str(tmp_path))
+    assert os.stat(path).st_mode & 0o005 == 0o005         # others sharing the cache can load it
+    second = _python(code.format(forbid=True), BRAINX_CACHE_DIR=str(tmp_path),
+                     CXX="/nonexistent/c++")               # no compiler needed to load it
     assert second.returncode == 0, second.stderr[-2000:]
     assert second.stdout.split() == [kernel, total, path]
 
@@ -340,3 +342,30 @@ def test_without_brainevent_the_native_layers_work():
     """)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["native", "native", "15.0", "30.0"]
+
+
+def test_bad_connectivity_and_weights_are_refused_before_the_kernel_runs():
+    with pytest.raises(ValueError, match="outside range"):
+        SynapseRows.fixed(np.array([[0, 5]], np.int32), n_post=5)
+    with pytest.raises(ValueError, match="int32"):
+        SynapseRows.fixed(np.broadcast_to(np.int32(0), (2 ** 20, 2 ** 12)), n_post=1)
+    layer = nn.EventFixedProb(20, 8, 3, nn.init.Normal(), efferent_target="pre", seed=0)
+    layer.weight.value = jnp.ones(5)
+    with pytest.raises(ValueError, match="5 weights"):
+        layer(spikes((20,)))
+    assert not isinstance(layer.weight.value, jax.core.Tracer)
+    rows = SynapseRows.fixed(np.array([[0, 1]], np.int32), n_post=2)
+    with pytest.raises(ValueError, match="last axis must have 1"):
+        sparse_product(jnp.ones(3, bool), jnp.ones(2), rows, event=True)
+
+
+def test_the_kernel_is_loaded_by_its_first_call():
+    run = _python("""
+        import numpy as np, jax.numpy as jnp
+        from brainx.nn.connectivity.native.rows import SynapseRows
+        from brainx.nn.connectivity.native.product import sparse_product
+        rows = SynapseRows.fixed(np.array([[0, 1], [1, 1]], np.int32), n_post=2)
+        print(sparse_product(jnp.array([True, True]), jnp.array([1., 2., 3., 4.]), rows, True))
+    """)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["[1.", "9.]"]

@@ -20,7 +20,8 @@ backend     what runs                                              needs
 ==========  =====================================================  ==================================
 
 ``native`` is the default on CPU for :class:`~brainx.nn.EventFixedProb`,
-:class:`~brainx.nn.FixedNumConn` and :class:`~brainx.nn.EventFixedProbGroup`
+:class:`~brainx.nn.FixedNumConn`, :class:`~brainx.nn.EventFixedProbGroup` and
+:class:`~brainx.nn.SparseLinear` over a brainunit matrix
 (:mod:`brainx.nn.connectivity.native` builds it on first use; where it cannot,
 one warning says why and brainevent's kernels run). The other layers, and every
 layer on GPU, use brainevent.
@@ -227,7 +228,8 @@ def layer_kernel(requested: Optional[str], what: str) -> Optional[str]:
     """The backend a layer built with ``backend=requested`` uses: ``"native"`` or brainevent's.
 
     ``requested="native"`` where the native kernels cannot run falls back to
-    brainevent's choice (the native build has warned why). Any other name is
+    brainevent's choice: after the build's one warning, or silently with
+    ``BRAINX_NATIVE=0`` or off the CPU. Any other name is
     brainevent's, checked as :func:`set_event_backend` checks it.
     """
     if requested is None:

@@ -3,10 +3,10 @@
 The kernels are C++ against the XLA FFI headers that jaxlib ships
 (:func:`jax.ffi.include_dir`). :func:`load` compiles them with the system's C++
 compiler the first time they are needed, into a cache folder keyed by a hash of
-everything the library depends on (the source, the compiler and its version, the
-flags, jaxlib's version, the machine), so a second process, or a second
-environment on the same jaxlib, loads the library it finds there in
-milliseconds. It then registers the handler with
+what the library depends on (the source, the flags, jaxlib's version, the
+platform: :func:`library_path`), so a second process, or a second environment on
+the same jaxlib, loads the library it finds there in milliseconds, with or
+without a compiler. It then registers the handler with
 :func:`jax.ffi.register_ffi_target` for the CPU.
 
 Where no compiler is found or the build fails, :func:`load` returns ``None``
@@ -19,7 +19,9 @@ environment variable      effect
 ``BRAINX_NATIVE=0``       never build or load the native kernels
 ``CXX``                   the compiler (default: the first of ``c++``, ``g++``, ``clang++``)
 ``BRAINX_CACHE_DIR``      the cache folder (default ``$XDG_CACHE_HOME/brainx``, else
-                          ``~/.cache/brainx``); the libraries go in its ``native/``
+                          ``~/.cache/brainx``); the libraries go in its ``native/``.
+                          Where it cannot be written, a folder of the system's
+                          temporary one that only this user can write
 ========================  =============================================================
 
 Examples
@@ -79,38 +81,53 @@ def _cache_root() -> pathlib.Path:
     return pathlib.Path(root) / "native"
 
 
-def _compiler_version(cxx: str) -> str:
-    try:
-        run = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30)
-        return run.stdout.strip()
-    except (OSError, subprocess.SubprocessError) as e:
-        return f"unknown ({e})"
+def library_path() -> pathlib.Path:
+    """Where this source's library for this jaxlib lives in the cache (built or not).
 
-
-def library_path(cxx: Optional[str] = None) -> pathlib.Path:
-    """Where the library built by ``cxx`` for this jaxlib lives in the cache (built or not)."""
-    cxx = cxx or compiler() or "c++"
+    The folder is named by a hash of what the library's contents depend on: the
+    source, the flags, jaxlib's version (its FFI headers) and the platform. Not the
+    compiler: any C++17 compiler builds the same handler, and a library built once
+    stays usable where no compiler is left (a container, another environment on the
+    same jaxlib).
+    """
     key = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), _compiler_version(cxx).encode(), " ".join(_FLAGS).encode(),
-                 jaxlib.__version__.encode(), jax.ffi.include_dir().encode(),
+    for part in (SOURCE.read_bytes(), " ".join(_FLAGS).encode(), jaxlib.__version__.encode(),
                  sys.platform.encode(), platform.machine().encode()):
         key.update(part)
         key.update(b"\0")
     return _cache_root() / key.hexdigest()[:24] / "libbrainx_events.so"
 
 
+def _private_temporary(path: pathlib.Path) -> pathlib.Path:
+    """``path``'s place under a folder of the system's temporary one that only this user
+    can write (made with mode 0700; refused if another user owns it or others can write it)."""
+    root = pathlib.Path(tempfile.gettempdir()) / f"brainx-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    info = root.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise OSError(f"{root} belongs to another user or others can write to it")
+    return root / "native" / path.parent.name / path.name
+
+
+def _writable_target(path: pathlib.Path) -> pathlib.Path:
+    """``path`` if its folder can be made; else its place in a private temporary folder."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if os.access(path.parent, os.W_OK):
+            return path
+    except OSError:
+        pass
+    return _private_temporary(path)
+
+
 def _build(cxx: str, target: pathlib.Path) -> pathlib.Path:
     """Compile into a temporary file beside ``target``, then move it in place (atomic).
 
-    Where the cache folder cannot be written (a read-only home), the library goes to the
-    system's temporary folder instead; returns where it went.
+    Returns where it went (``target``, or a private temporary folder when the cache
+    folder cannot be written: a read-only home).
     """
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        target = (pathlib.Path(tempfile.gettempdir()) / f"brainx-{os.getuid()}" / "native"
-                  / target.parent.name / target.name)
-        target.parent.mkdir(parents=True, exist_ok=True)
+    target = _writable_target(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
     try:
@@ -118,6 +135,7 @@ def _build(cxx: str, target: pathlib.Path) -> pathlib.Path:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if run.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{run.stderr.strip()[-2000:]}")
+        os.chmod(tmp, 0o755)    # mkstemp made it 0600: others sharing the cache could not load it
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
@@ -125,29 +143,40 @@ def _build(cxx: str, target: pathlib.Path) -> pathlib.Path:
     return target
 
 
+def _find_built(path: pathlib.Path) -> Optional[pathlib.Path]:
+    """The library, in the cache or (where the cache cannot be written) in the private
+    temporary folder; ``None`` if it was never built."""
+    if path.exists():
+        return path
+    if _writable_target(path) != path:       # only then can a build have gone there
+        try:
+            private = _private_temporary(path)
+        except OSError:
+            return None
+        return private if private.exists() else None
+    return None
+
+
 def _load_uncached() -> Tuple[Optional[ctypes.CDLL], str]:
     if os.environ.get("BRAINX_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
         return None, "BRAINX_NATIVE=0 turns them off"
-    cxx = compiler()
-    path = library_path(cxx)
-    fallback = (pathlib.Path(tempfile.gettempdir()) / f"brainx-{os.getuid()}" / "native"
-                / path.parent.name / path.name)
-    if not path.exists() and fallback.exists():
-        path = fallback
-    if not path.exists():
+    path = library_path()
+    found = _find_built(path)
+    if found is None:
+        cxx = compiler()
         if cxx is None:
             return None, ("no C++ compiler was found (install one, e.g. `apt install g++`, "
                           "or set CXX)")
         try:
-            path = _build(cxx, path)
+            found = _build(cxx, path)
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
             return None, f"building them with {cxx} failed: {e}"
     try:
-        lib = ctypes.CDLL(str(path))
+        lib = ctypes.CDLL(str(found))
         handler = getattr(lib, _SYMBOL)
         jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(handler), platform="cpu")
     except (OSError, AttributeError) as e:
-        return None, f"loading {path} failed: {e}"
+        return None, f"loading {found} failed: {e}"
     return lib, ""
 
 

@@ -136,7 +136,7 @@ ffi::Error Product(ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::AnyBuffer indptr, ff
   const bool indirect = syn.dimensions().back() > 0;
   if (indptr.dimensions().back() != n_pre + 1)
     return ffi::Error::InvalidArgument("BrainxEventCsr: indptr must have n_pre + 1 entries");
-  if (!shared && !indirect && n_w != nnz)
+  if (!shared && n_w != nnz)
     return ffi::Error::InvalidArgument("BrainxEventCsr: one weight per synapse, or one in all");
   if (indirect && syn.dimensions().back() != nnz)
     return ffi::Error::InvalidArgument("BrainxEventCsr: syn must have one entry per synapse");

@@ -49,6 +49,7 @@ import jax
 import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero
 
+from brainx.nn.connectivity.native import build
 from brainx.nn.connectivity.native.build import TARGET
 from brainx.nn.connectivity.native.rows import SynapseRows
 from brainx.nn.connectivity.traced_events import bools_behind
@@ -80,12 +81,26 @@ def sparse_product(x: Any, weights: Any, rows: SynapseRows, event: bool) -> jax.
     -------
     jax.Array
         ``(..., n_post)``, the weights' dtype.
+
+    Raises
+    ------
+    ValueError
+        The weights are neither one nor one per synapse, or ``x``'s last axis is
+        not the presynaptic size.
+    RuntimeError
+        The native kernels cannot be built or loaded here (the message says why).
     """
     w = jnp.asarray(weights)
     if w.dtype not in _KERNEL_TYPES:
         return sparse_product(x, w.astype(jnp.float32), rows, event).astype(w.dtype)
+    if w.size not in (1, rows.nnz):
+        raise ValueError(f"sparse_product: {w.size} weights ({tuple(w.shape)}) for {rows.nnz} "
+                         "synapses; give one weight per synapse, or one shared by all.")
     w = jnp.reshape(w, (1,) if w.size == 1 else (-1,))
     x = jnp.asarray(x)
+    if x.ndim == 0 or x.shape[-1] != rows.n_pre:
+        raise ValueError(f"sparse_product: the input's last axis must have {rows.n_pre} entries "
+                         f"(the presynaptic size), got shape {tuple(x.shape)}.")
     if not event:
         return _float_product(x.astype(w.dtype), w, rows)
     if not jnp.issubdtype(x.dtype, jnp.floating):   # bool or integer spikes: no derivative
@@ -97,6 +112,9 @@ def sparse_product(x: Any, weights: Any, rows: SynapseRows, event: bool) -> jax.
 
 def _call(x, w, rows: SynapseRows) -> jax.Array:
     """The custom call: ``x`` bool (events) or ``w``'s dtype (products)."""
+    if build.load() is None:
+        raise RuntimeError("sparse_product: the native event kernels are not available here: "
+                           f"{build.unavailable_reason()}.")
     out = jax.ShapeDtypeStruct(x.shape[:-1] + (rows.n_post,), w.dtype)
     call = jax.ffi.ffi_call(TARGET, out, vmap_method="expand_dims")
     return call(x, w, rows.indptr, jnp.reshape(rows.post, (-1,)), rows.syn)

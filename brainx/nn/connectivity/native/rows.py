@@ -39,6 +39,16 @@ import numpy as np
 __all__ = ["SynapseRows"]
 
 
+_MAX_SYNAPSES = np.iinfo(np.int32).max    # the kernel's offsets are int32
+
+
+def _check_size(nnz: int) -> None:
+    if nnz > _MAX_SYNAPSES:
+        raise ValueError(f"SynapseRows: {nnz} synapses; the native kernel indexes them with "
+                         f"int32, at most {_MAX_SYNAPSES}. Split the projection, or use "
+                         "brainevent's kernels (backend='jax_raw' or 'numba').")
+
+
 class SynapseRows:
     """The synapses of a sparse ``(n_pre, n_post)`` matrix, by presynaptic row.
 
@@ -75,6 +85,10 @@ class SynapseRows:
         reads it flat.
         """
         n_pre, k = np.shape(targets)
+        _check_size(n_pre * k)
+        host = np.asarray(targets)
+        if host.size and (host.min() < 0 or host.max() >= n_post):
+            raise ValueError(f"SynapseRows: a target lies outside range({n_post}).")
         indptr = np.arange(n_pre + 1, dtype=np.int32) * k
         return cls(n_pre, n_post, jax.device_put(indptr), targets,
                    jax.device_put(np.zeros(0, np.int32)), k)
@@ -118,6 +132,7 @@ class SynapseRows:
         """
         pre = np.asarray(pre, np.int64)
         post = np.asarray(post, np.int64)
+        _check_size(pre.size)
         if pre.size and (pre.min() < 0 or pre.max() >= n_pre or post.min() < 0
                          or post.max() >= n_post):
             raise ValueError(f"SynapseRows: a synapse lies outside the ({n_pre}, {n_post}) matrix.")
