@@ -31,17 +31,16 @@ restricted to the stored synapses.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Optional, Union
 
 import brainunit as u
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.custom_derivatives import SymbolicZero
 
 from brainx import random as brainx_random
 from brainx.nn.connectivity.event_backend import layer_kernel, load_brainevent
+from brainx.nn.connectivity.matmul_jvp import with_matmul_derivative
 from brainx.nn.connectivity.native import product as native
 from brainx.nn.connectivity.native.rows import SynapseRows
 from brainx.nn.connectivity.traced_events import bools_behind
@@ -330,25 +329,11 @@ def _event_product(x, conn):
     def matrix(weights):
         return conn.with_data(u.maybe_decimal(u.Quantity(weights, unit=unit)))
 
-    @jax.custom_jvp
-    def product(x, events, weights):
-        return _binary_product(be, events, matrix(weights))
-
-    def product_jvp(primals, tangents):
-        x, events, weights = primals
-        tx, _, tw = tangents
-        out = product(x, events, weights)
-        terms = []
-        if type(tx) is not SymbolicZero:
-            terms.append(tx @ matrix(weights))                     # d(x @ W) / dx
-        if type(tw) is not SymbolicZero:
-            terms.append(_binary_product(be, events, matrix(tw)))  # d / dW: the same events
-        if not terms:
-            return out, jax.tree.map(jnp.zeros_like, out)
-        return out, functools.reduce(lambda a, b: a + b, terms)
-
-    product.defjvp(product_jvp, symbolic_zeros=True)
-    return product(x, events, u.get_mantissa(conn.data))
+    return with_matmul_derivative(
+        lambda e, w: _binary_product(be, e, matrix(w)),
+        lambda tx, w: tx @ matrix(w),                               # d(x @ W) / dx
+        lambda e, tw: _binary_product(be, e, matrix(tw)),           # d / dW: the same events
+    )(x, events, u.get_mantissa(conn.data))
 
 
 def _binary_product(be, events, conn):

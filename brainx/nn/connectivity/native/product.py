@@ -47,8 +47,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.custom_derivatives import SymbolicZero
 
+from brainx.nn.connectivity.matmul_jvp import with_matmul_derivative
 from brainx.nn.connectivity.native import build
 from brainx.nn.connectivity.native.build import TARGET
 from brainx.nn.connectivity.native.rows import SynapseRows
@@ -137,49 +137,14 @@ def dense_equivalent(x, w, rows: SynapseRows) -> jax.Array:
     return zeros.at[..., jnp.reshape(rows.post, (-1,))].add(x[..., pre] * w_syn)
 
 
-def _sum_terms(out, terms):
-    """The tangent: the terms' sum in the output's dtype (a float64 input under x64 would
-    otherwise make it wider than the float32 output)."""
-    if not terms:
-        return jnp.zeros_like(out)
-    return functools.reduce(lambda a, b: a + b, terms).astype(out.dtype)
-
-
 def _event_product(x, events, w, rows: SynapseRows) -> jax.Array:
-    @jax.custom_jvp
-    def product(x, events, w):
-        return _call(events, w, rows)
-
-    def product_jvp(primals, tangents):
-        x, events, w = primals
-        tx, _, tw = tangents
-        out = product(x, events, w)
-        terms = []
-        if type(tx) is not SymbolicZero:
-            terms.append(dense_equivalent(tx, w, rows))                       # d(x @ W)/dx
-        if type(tw) is not SymbolicZero:
-            terms.append(dense_equivalent(events.astype(w.dtype), tw, rows))  # same events
-        return out, _sum_terms(out, terms)
-
-    product.defjvp(product_jvp, symbolic_zeros=True)
-    return product(x, events, w)
+    return with_matmul_derivative(
+        lambda e, w: _call(e, w, rows),
+        lambda tx, w: dense_equivalent(tx, w, rows),                      # d(x @ W)/dx
+        lambda e, tw: dense_equivalent(e.astype(tw.dtype), tw, rows),     # the same events
+    )(x, events, w)
 
 
 def _float_product(x, w, rows: SynapseRows) -> jax.Array:
-    @jax.custom_jvp
-    def product(x, w):
-        return _call(x, w, rows)
-
-    def product_jvp(primals, tangents):
-        x, w = primals
-        tx, tw = tangents
-        out = product(x, w)
-        terms = []
-        if type(tx) is not SymbolicZero:
-            terms.append(dense_equivalent(tx, w, rows))
-        if type(tw) is not SymbolicZero:
-            terms.append(dense_equivalent(x, tw, rows))
-        return out, _sum_terms(out, terms)
-
-    product.defjvp(product_jvp, symbolic_zeros=True)
-    return product(x, w)
+    linear = functools.partial(dense_equivalent, rows=rows)               # bilinear in (x, w)
+    return with_matmul_derivative(lambda x, w: _call(x, w, rows), linear, linear)(x, x, w)
