@@ -23,6 +23,7 @@ pytest.importorskip("brainevent")
 import brainx  # noqa: E402
 from brainx import nn  # noqa: E402
 from brainx.nn.connectivity.event_conn import fixed_num_indices  # noqa: E402
+from event_support import dense_of, spikes  # noqa: E402 - shared with the other event tests
 
 needs_numba = pytest.mark.skipif(not nn.event_backend.has_numba(), reason="numba is not installed")
 
@@ -35,28 +36,12 @@ def backend():
         yield "jax_raw"
 
 
-def dense_of(layer) -> np.ndarray:
-    """The layer's ``(in, out)`` matrix, from its stored targets (mantissa of the weights)."""
-    n_pre, n_post = layer.in_size[-1], layer.out_size[-1]
-    idx = np.asarray(layer.indices)                         # (rows with synapses, conn_num)
-    rows = np.broadcast_to(np.flatnonzero(layer.row_selected)[:, None], idx.shape)
-    w = np.broadcast_to(np.asarray(u.get_mantissa(layer.weight.value), np.float64), idx.shape)
-    D = np.zeros((n_pre, n_post))
-    pre, post = (rows, idx) if layer.efferent_target == "post" else (idx, rows)
-    np.add.at(D, (pre.ravel(), post.ravel()), w.ravel())
-    return D
-
-
 def synapse_grad(layer, dense_grad):
     """The gradient of each stored weight given the gradient of the dense matrix."""
     idx = np.asarray(layer.indices)
     rows = np.broadcast_to(np.flatnonzero(layer.row_selected)[:, None], idx.shape)
     g = dense_grad[rows, idx] if layer.efferent_target == "post" else dense_grad[idx, rows]
     return g.sum() if np.size(layer.weight.value) == 1 else g
-
-
-def spikes(shape, rate=0.3, seed=0):
-    return jnp.asarray(np.random.RandomState(seed).rand(*shape) < rate)
 
 
 # -- connectivity ------------------------------------------------------------------

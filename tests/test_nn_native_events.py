@@ -22,24 +22,13 @@ from brainx import nn
 from brainx.nn.connectivity.native import build
 from brainx.nn.connectivity.native.product import sparse_product
 from brainx.nn.connectivity.native.rows import SynapseRows
+from event_support import dense_of, spikes  # shared with the other event tests
 
 pytestmark = pytest.mark.skipif(not nn.event_backend.has_native(),
                                 reason=f"native kernels unavailable: {build.unavailable_reason()}")
 
 LAYOUTS = [("post", 1.0), ("post", 0.6), ("pre", 1.0), ("pre", 0.5)]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def dense_of(layer) -> np.ndarray:
-    """The layer's ``(in, out)`` matrix from its stored targets and weights (mantissas)."""
-    n_pre, n_post = layer.in_size[-1], layer.out_size[-1]
-    idx = np.asarray(layer.indices)
-    rows = np.broadcast_to(np.flatnonzero(layer.row_selected)[:, None], idx.shape)
-    w = np.broadcast_to(np.asarray(u.get_mantissa(layer.weight.value), np.float64), idx.shape)
-    D = np.zeros((n_pre, n_post))
-    pre, post = (rows, idx) if layer.efferent_target == "post" else (idx, rows)
-    np.add.at(D, (pre.ravel(), post.ravel()), w.ravel())
-    return D
 
 
 def dense_fn(layer):
@@ -53,10 +42,6 @@ def dense_fn(layer):
         w = jnp.broadcast_to(w, idx.shape)
         return jnp.zeros(shape, w.dtype).at[pre.ravel(), post.ravel()].add(w.ravel())
     return D
-
-
-def spikes(shape, rate=0.3, seed=0):
-    return jnp.asarray(np.random.RandomState(seed).rand(*shape) < rate)
 
 
 @pytest.mark.parametrize("target,ratio", LAYOUTS)
