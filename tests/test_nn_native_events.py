@@ -20,7 +20,7 @@ import pytest
 import brainx
 from brainx import nn
 from brainx.nn.connectivity.native import build
-from brainx.nn.connectivity.native.product import sparse_product
+from brainx.nn.connectivity.native.product import dense_event_product, sparse_product
 from brainx.nn.connectivity.native.rows import SynapseRows
 from event_support import dense_of, spikes  # shared with the other event tests
 
@@ -354,3 +354,31 @@ def test_the_kernel_is_loaded_by_its_first_call():
     """)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split() == ["[1.", "9.]"]
+
+
+def test_event_linear_on_the_native_kernel_equals_the_dense_product():
+    rng = np.random.RandomState(3)
+    W = rng.randn(30, 9).astype(np.float32)
+    layer = nn.EventLinear(30, 9, W * u.mS)
+    assert layer.kernel == "native"
+    s = spikes((2, 4, 30), 0.3)
+    np.testing.assert_allclose(u.get_mantissa(layer(s).to(u.mS)), np.asarray(s, np.float32) @ W,
+                               rtol=1e-5, atol=1e-5)
+    x = jnp.asarray(rng.randn(5, 30), jnp.float32)            # floats: events where > 0
+    g = brainx.transform.grad(lambda: jnp.sum(jnp.tanh(layer(x).to_decimal(u.mS))),
+                              grad_states=layer.weight)()
+    events = (x > 0).astype(jnp.float32)
+    g_ref = jax.grad(lambda w: jnp.sum(jnp.tanh(events @ w)))(jnp.asarray(W))
+    np.testing.assert_allclose(u.get_mantissa(g), g_ref, rtol=1e-5, atol=1e-6)
+    gx = jax.grad(lambda x: jnp.sum(jnp.tanh(layer(x).to_decimal(u.mS))))(x)
+    gx_ref = jax.grad(lambda x: jnp.sum(jnp.tanh(
+        (x + jax.lax.stop_gradient(events - x)) @ jnp.asarray(W))))(x)
+    np.testing.assert_allclose(gx, gx_ref, rtol=1e-5, atol=1e-6)
+    per_lane = jax.vmap(lambda w: dense_event_product(s[0, 0], w))(jnp.stack([W, -W]))
+    np.testing.assert_allclose(per_lane[1], -(np.asarray(s[0, 0], np.float32) @ W), rtol=1e-5,
+                               atol=1e-5)
+    with nn.use_event_backend("jax_raw"):
+        theirs = nn.EventLinear(30, 9, W * u.mS)
+    assert theirs.kernel is None
+    np.testing.assert_allclose(u.get_mantissa(theirs(s[0])), u.get_mantissa(layer(s[0])),
+                               rtol=1e-5, atol=1e-5)

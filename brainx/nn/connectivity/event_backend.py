@@ -20,8 +20,9 @@ backend     what runs                                              needs
 ==========  =====================================================  ==================================
 
 ``native`` is the default on CPU for :class:`~brainx.nn.EventFixedProb`,
-:class:`~brainx.nn.FixedNumConn`, :class:`~brainx.nn.EventFixedProbGroup` and
-:class:`~brainx.nn.SparseLinear` over a brainunit matrix
+:class:`~brainx.nn.FixedNumConn`, :class:`~brainx.nn.EventFixedProbGroup`,
+:class:`~brainx.nn.EventLinear` and :class:`~brainx.nn.SparseLinear` over a
+brainunit matrix
 (:mod:`brainx.nn.connectivity.native` builds it on first use; where it cannot,
 one warning says why and brainevent's kernels run). The other layers, and every
 layer on GPU, use brainevent.

@@ -1,10 +1,11 @@
 """`EventLinear`: a dense weight matrix driven by spikes, one row per event.
 
 When the weights are dense but the input is a spike train, ``spikes @ W``
-only needs the rows of ``W`` whose neuron fired. ``EventLinear`` hands that
-to brainevent's event kernels (:mod:`brainx.nn.connectivity.event_backend`): with numba
-the cost is proportional to the number of spikes times the output size,
-not to the full matrix. It stores the full ``(in, out)`` matrix; for sparse
+only needs the rows of ``W`` whose neuron fired. ``EventLinear`` sums those rows
+in brainx's native kernel on CPU (:mod:`brainx.nn.connectivity.native`), elsewhere
+in brainevent's (:mod:`brainx.nn.connectivity.event_backend`; with numba): the cost
+is proportional to the number of spikes times the output size, not to the full
+matrix. It stores the full ``(in, out)`` matrix; for sparse
 connectivity use :class:`~brainx.nn.EventFixedProb` or
 :class:`~brainx.nn.SparseLinear`.
 """
@@ -16,7 +17,8 @@ from typing import Any, Optional
 import brainunit as u
 import jax.numpy as jnp
 
-from brainx.nn.connectivity.event_backend import as_events, load_brainevent
+from brainx.nn.connectivity.event_backend import as_events, layer_kernel, load_brainevent
+from brainx.nn.connectivity.native.product import dense_event_product
 from brainx.nn.init import param
 from brainx.nn.modules.module import Module
 from brainx.state.state import ParamState
@@ -45,8 +47,9 @@ class EventLinear(Module):
     param_type : type
         The State class of the weights.
     backend : str, optional
-        brainevent backend of the event product (``"numba"`` / ``"jax_raw"``
-        on CPU); ``None``: the global choice.
+        The kernel of the event product: ``"native"`` (CPU), or a brainevent
+        backend (``"numba"`` / ``"jax_raw"`` on CPU); ``None``: the global
+        choice when the layer is built (on CPU ``"native"`` where it can be built).
 
     Examples
     --------
@@ -65,7 +68,7 @@ class EventLinear(Module):
         self.float_as_event = float_as_event
         self.block_size = block_size
         self.backend = backend
-        load_brainevent(type(self).__name__)
+        self.kernel = layer_kernel(backend, type(self).__name__)   # "native", or brainevent's
         w = param(weight, (self.in_size[-1], self.out_size[-1]), allow_none=False)
         self.weight = param_type(u.math.asarray(w, dtype=float))
 
@@ -82,12 +85,16 @@ class EventLinear(Module):
             return self._homogeneous(spikes, weight, event)
         if not event:
             return u.math.matmul(spikes, weight)
+        if self.kernel == "native":
+            y = dense_event_product(u.get_mantissa(spikes), u.get_mantissa(weight))
+            return u.maybe_decimal(u.Quantity(y, unit=u.get_unit(weight)))
         be = load_brainevent("EventLinear")
         spikes = as_events(spikes)
         flat = spikes if len(shape) == 1 else u.math.reshape(spikes, (-1, n_in))
+        backend = None if self.backend == "native" else self.backend
         if len(shape) == 1:
-            return be.binary_densemv(weight, flat, transpose=True, backend=self.backend)
-        y = be.binary_densemm(weight, flat.T, transpose=True, backend=self.backend).T
+            return be.binary_densemv(weight, flat, transpose=True, backend=backend)
+        y = be.binary_densemm(weight, flat.T, transpose=True, backend=backend).T
         return u.math.reshape(y, shape[:-1] + (self.out_size[-1],))
 
     def _homogeneous(self, spikes, weight, event: bool):

@@ -50,12 +50,14 @@ import jax
 import jaxlib
 
 __all__ = ["load", "library_path", "compiler", "registered_targets", "unavailable_reason", "TARGET",
-           "SOURCE"]
+           "DENSE_TARGET", "SOURCE"]
 
 SOURCE = pathlib.Path(__file__).with_name("event_kernels.cc")
-#: The FFI target name of the event product (the handler ``BrainxEventCsr``).
+#: The FFI target name of the sparse product (the handler ``BrainxEventCsr``).
 TARGET = "brainx_event_csr"
-_SYMBOL = "BrainxEventCsr"
+#: The FFI target name of the dense event product (the handler ``BrainxEventDense``).
+DENSE_TARGET = "brainx_event_dense"
+_SYMBOLS = {TARGET: "BrainxEventCsr", DENSE_TARGET: "BrainxEventDense"}
 _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-DNDEBUG")
 _LOCK = threading.Lock()
 _STATE: dict = {}          # "lib": the loaded library or None, "why": the reason it is None
@@ -173,8 +175,9 @@ def _load_uncached() -> Tuple[Optional[ctypes.CDLL], str]:
             return None, f"building them with {cxx} failed: {e}"
     try:
         lib = ctypes.CDLL(str(found))
-        handler = getattr(lib, _SYMBOL)
-        jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(handler), platform="cpu")
+        for target, symbol in _SYMBOLS.items():
+            jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)),
+                                        platform="cpu")
     except (OSError, AttributeError) as e:
         return None, f"loading {found} failed: {e}"
     return lib, ""
@@ -208,4 +211,4 @@ def unavailable_reason() -> str:
 
 def registered_targets() -> Tuple[str, ...]:
     """The FFI targets this module registered (none before a successful :func:`load`)."""
-    return (TARGET,) if _STATE.get("lib") is not None else ()
+    return tuple(_SYMBOLS) if _STATE.get("lib") is not None else ()

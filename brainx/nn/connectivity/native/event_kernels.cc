@@ -4,7 +4,8 @@
 // (brainx/nn/connectivity/native/build.py) and registers the handler below with
 // jax.ffi.register_ffi_target; the compiled step then calls it with no Python in between.
 //
-// One handler, `BrainxEventCsr`, computes y = x @ W for a sparse W stored by presynaptic
+// `BrainxEventDense` sums the rows of a dense W (..., n_pre, n_post) whose entry of a bool x is
+// true (EventLinear). `BrainxEventCsr` computes y = x @ W for a sparse W stored by presynaptic
 // row (CSR over the presynaptic neurons):
 //
 //   x       spikes, (..., n_pre): bool (an event adds the weight) or the weights' float
@@ -107,19 +108,20 @@ void ProductRow(const X* x, int64_t n_pre, const W* w, bool shared, const int32_
   }
 }
 
-ffi::Span<const int64_t> Lead(const ffi::AnyBuffer& b) {
+// The leading (batch) axes of a buffer whose own axes are its last `base` ones.
+ffi::Span<const int64_t> Lead(const ffi::AnyBuffer& b, size_t base = 1) {
   auto dims = b.dimensions();
-  return dims.first(dims.size() - 1);
+  return dims.first(dims.size() - base);
 }
 
-ffi::Error CheckLead(const char* name, ffi::Span<const int64_t> lead,
+ffi::Error CheckLead(const char* who, const char* name, ffi::Span<const int64_t> lead,
                      ffi::Span<const int64_t> out_lead) {
   if (lead.size() > out_lead.size())
-    return ffi::Error::InvalidArgument(std::string("BrainxEventCsr: ") + name +
+    return ffi::Error::InvalidArgument(std::string(who) + ": " + name +
                                        " has more leading axes than the output");
   for (size_t d = 0; d < lead.size(); ++d)
     if (lead[d] != 1 && lead[d] != out_lead[d])
-      return ffi::Error::InvalidArgument(std::string("BrainxEventCsr: ") + name +
+      return ffi::Error::InvalidArgument(std::string(who) + ": " + name +
                                          "'s leading axes do not match the output's");
   return ffi::Error::Success();
 }
@@ -143,7 +145,8 @@ ffi::Error Product(ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::AnyBuffer indptr, ff
   const ffi::AnyBuffer* operands[] = {&x, &w, &indptr, &post, &syn};
   const char* names[] = {"x", "w", "indptr", "post", "syn"};
   for (int k = 0; k < 5; ++k)
-    if (auto error = CheckLead(names[k], Lead(*operands[k]), out_lead); error.failure())
+    if (auto error = CheckLead("BrainxEventCsr", names[k], Lead(*operands[k]), out_lead);
+        error.failure())
       return error;
 
   int64_t n_batch = 1;
@@ -190,6 +193,47 @@ ffi::Error EventCsr(ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::AnyBuffer indptr, f
   return ffi::Error::InvalidArgument("BrainxEventCsr: weights must be float32 or float64");
 }
 
+// y = events(x) @ W for a dense W (n_pre, n_post): the rows of the active entries, summed.
+template <typename W>
+ffi::Error DenseProduct(ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::Result<ffi::AnyBuffer> y) {
+  const auto out_lead = Lead(*y);
+  const int64_t n_post = y->dimensions().back();
+  const int64_t n_pre = x.dimensions().back();
+  const auto wdims = w.dimensions();
+  if (wdims.size() < 2 || wdims[wdims.size() - 2] != n_pre || wdims.back() != n_post)
+    return ffi::Error::InvalidArgument("BrainxEventDense: w must be (..., n_pre, n_post)");
+  if (auto e = CheckLead("BrainxEventDense", "x", Lead(x), out_lead); e.failure()) return e;
+  if (auto e = CheckLead("BrainxEventDense", "w", Lead(w, 2), out_lead); e.failure()) return e;
+  int64_t n_batch = 1;
+  for (int64_t d : out_lead) n_batch *= d;
+  const BatchIndex xi(Lead(x), n_pre, out_lead), wi(Lead(w, 2), n_pre * n_post, out_lead);
+  const bool* xs = x.typed_data<bool>();
+  const W* ws = w.typed_data<W>();
+  W* ys = y->typed_data<W>();
+  for (int64_t b = 0; b < n_batch; ++b) {
+    W* row_out = ys + b * n_post;
+    const W* wb = ws + wi.Offset(b, out_lead);
+    std::memset(row_out, 0, sizeof(W) * n_post);
+    ForEachEvent(xs + xi.Offset(b, out_lead), n_pre, [&](int64_t i, bool) {
+      const W* row = wb + i * n_post;
+      for (int64_t j = 0; j < n_post; ++j) row_out[j] += row[j];
+    });
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error EventDense(ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::Result<ffi::AnyBuffer> y) {
+  if (x.dimensions().size() == 0 || y->dimensions().size() == 0)
+    return ffi::Error::InvalidArgument("BrainxEventDense: x and y need at least one axis");
+  if (x.element_type() != ffi::PRED)
+    return ffi::Error::InvalidArgument("BrainxEventDense: x must be bool");
+  if (y->element_type() != w.element_type())
+    return ffi::Error::InvalidArgument("BrainxEventDense: the output must have w's type");
+  if (w.element_type() == ffi::F32) return DenseProduct<float>(x, w, y);
+  if (w.element_type() == ffi::F64) return DenseProduct<double>(x, w, y);
+  return ffi::Error::InvalidArgument("BrainxEventDense: w must be float32 or float64");
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(BrainxEventCsr, EventCsr,
@@ -200,4 +244,11 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BrainxEventCsr, EventCsr,
                                   .Arg<ffi::AnyBuffer>()  // post
                                   .Arg<ffi::AnyBuffer>()  // syn
                                   .Ret<ffi::AnyBuffer>()  // y
+);
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(BrainxEventDense, EventDense,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()  // x, bool (..., n_pre)
+                                  .Arg<ffi::AnyBuffer>()  // w (..., n_pre, n_post)
+                                  .Ret<ffi::AnyBuffer>()  // y (..., n_post)
 );

@@ -50,11 +50,11 @@ import jax.numpy as jnp
 
 from brainx.nn.connectivity.matmul_jvp import with_matmul_derivative
 from brainx.nn.connectivity.native import build
-from brainx.nn.connectivity.native.build import TARGET
+from brainx.nn.connectivity.native.build import DENSE_TARGET, TARGET
 from brainx.nn.connectivity.native.rows import SynapseRows
 from brainx.nn.connectivity.traced_events import bools_behind
 
-__all__ = ["sparse_product", "dense_equivalent"]
+__all__ = ["sparse_product", "dense_event_product", "dense_equivalent"]
 
 _KERNEL_TYPES = (jnp.float32, jnp.float64)
 
@@ -110,14 +110,59 @@ def sparse_product(x: Any, weights: Any, rows: SynapseRows, event: bool) -> jax.
     return _event_product(x, x > 0 if events is None else events, w, rows)
 
 
-def _call(x, w, rows: SynapseRows) -> jax.Array:
-    """The custom call: ``x`` bool (events) or ``w``'s dtype (products)."""
+def dense_event_product(x: Any, weights: Any) -> jax.Array:
+    """The rows of a dense ``W`` (``(n_pre, n_post)``) summed over the events of ``x``.
+
+    ``x``: ``(..., n_pre)``, bool, or floats whose entries ``> 0`` are events (their
+    value does not scale the rows). The derivative is that of ``x @ W``. What
+    :class:`~brainx.nn.EventLinear` runs on CPU: the cost is the events times
+    ``n_post``, not the whole matrix.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from brainx.nn.connectivity.native import build
+    >>> from brainx.nn.connectivity.native.product import dense_event_product
+    >>> W = jnp.array([[1., 2.], [3., 4.], [5., 6.]])
+    >>> if build.load() is not None:
+    ...     print(dense_event_product(jnp.array([True, False, True]), W).tolist())
+    ... else:
+    ...     print([6.0, 8.0])
+    [6.0, 8.0]
+    """
+    w = jnp.asarray(weights)
+    if w.dtype not in _KERNEL_TYPES:
+        return dense_event_product(x, w.astype(jnp.float32)).astype(w.dtype)
+    x = jnp.asarray(x)
+    if w.ndim != 2 or x.ndim == 0 or x.shape[-1] != w.shape[0]:
+        raise ValueError(f"dense_event_product: x {tuple(x.shape)} and W {tuple(w.shape)} do "
+                         "not multiply; W must be (n_pre, n_post) and x (..., n_pre).")
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        events = x if x.dtype == jnp.bool_ else x > 0
+        x = events
+    else:
+        events = bools_behind(x)
+        events = x > 0 if events is None else events
+    return with_matmul_derivative(
+        lambda e, w: _custom_call(DENSE_TARGET, e.shape[:-1] + (w.shape[-1],), w.dtype, e, w),
+        lambda tx, w: tx @ w,
+        lambda e, tw: e.astype(tw.dtype) @ tw,
+    )(x, events, w)
+
+
+def _custom_call(target: str, shape: tuple, dtype, *operands) -> jax.Array:
     if build.load() is None:
-        raise RuntimeError("sparse_product: the native event kernels are not available here: "
+        raise RuntimeError("the native event kernels are not available here: "
                            f"{build.unavailable_reason()}.")
-    out = jax.ShapeDtypeStruct(x.shape[:-1] + (rows.n_post,), w.dtype)
-    call = jax.ffi.ffi_call(TARGET, out, vmap_method="expand_dims")
-    return call(x, w, rows.indptr, jnp.reshape(rows.post, (-1,)), rows.syn)
+    call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(shape, dtype),
+                            vmap_method="expand_dims")
+    return call(*operands)
+
+
+def _call(x, w, rows: SynapseRows) -> jax.Array:
+    """The sparse custom call: ``x`` bool (events) or ``w``'s dtype (products)."""
+    return _custom_call(TARGET, x.shape[:-1] + (rows.n_post,), w.dtype, x, w, rows.indptr,
+                        jnp.reshape(rows.post, (-1,)), rows.syn)
 
 
 def dense_equivalent(x, w, rows: SynapseRows) -> jax.Array:
