@@ -29,10 +29,10 @@ synchrony.
 
 Run ``python examples/ei_delay_network.py`` (under a minute on two cores),
 ``--duration 100`` for a shorter run, ``--plot-dir DIR`` to choose where the
-PNGs go (default: next to this script), ``--backend jax_raw`` to run the
-event product in XLA instead of brainevent's numba kernels (the default
-when numba is installed). brainevent is needed: ``pip install
-'brainx-jax[event]'``.
+PNGs go (default: next to this script), ``--backend jax_raw`` (or ``numba``)
+to run the event product in brainevent's kernels instead of brainx's native one
+(the default on CPU; brainevent is then needed: ``pip install
+'brainx-jax[event]'``).
 """
 
 from __future__ import annotations
@@ -156,8 +156,8 @@ def parse(argv=None):
     p.add_argument("--plot-dir", dest="plot_dir", default=".",
                    help="where to write the PNGs (default: the working directory, as the other "
                         "examples; '' to skip)")
-    p.add_argument("--backend", default=None, choices=("numba", "jax_raw"),
-                   help="brainevent backend of the spike product (default: numba if installed)")
+    p.add_argument("--backend", default=None, choices=("native", "numba", "jax_raw"),
+                   help="kernel of the spike product (default: native on CPU, where it builds)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p.parse_args(argv)
 
