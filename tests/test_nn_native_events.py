@@ -382,3 +382,29 @@ def test_event_linear_on_the_native_kernel_equals_the_dense_product():
     assert theirs.kernel is None
     np.testing.assert_allclose(u.get_mantissa(theirs(s[0])), u.get_mantissa(layer(s[0])),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_integer_spikes_are_events_where_positive_on_every_kernel():
+    W = np.arange(6, dtype=np.float32).reshape(3, 2) + 1.0
+    x = jnp.array([2, -1, 0])
+    outs = [nn.EventLinear(3, 2, W, backend=b)(x) for b in ("native", "jax_raw")]
+    for y in outs:
+        np.testing.assert_allclose(y, W[0], rtol=1e-6)
+
+
+def test_a_temporary_folder_that_is_a_link_is_refused_with_one_warning(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    os.symlink(tmp_path / "elsewhere", tmp_path / "tmp" / f"brainx-{os.getuid()}")
+    run = _python("""
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import brainx
+            from brainx.nn.connectivity.native import build
+            print(build.load() is None, sum("not available" in str(w.message) for w in caught))
+    """, BRAINX_CACHE_DIR=str(blocked / "cache"), TMPDIR=str(tmp_path / "tmp"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["True", "1"]

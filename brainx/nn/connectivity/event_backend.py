@@ -250,7 +250,8 @@ def layer_kernel(requested: Optional[str], what: str) -> Optional[str]:
 
 
 def as_events(x):
-    """``x`` as events for the kernels: a bool array as is, a float one as exact 0/1 floats.
+    """``x`` as events for the kernels: a bool array as is, a float one as exact 0/1 floats,
+    an integer one as ``x > 0``.
 
     The float result is ``1.0`` where ``x > 0`` and ``0.0`` elsewhere, with the
     gradient of the identity (a straight-through estimate), so
@@ -266,8 +267,10 @@ def as_events(x):
     [1.0, 2.0, 3.0]
     """
     x = jnp.asarray(x)
-    if x.dtype == jnp.bool_ or not jnp.issubdtype(x.dtype, jnp.floating):
+    if x.dtype == jnp.bool_:
         return x
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return x > 0            # integer spikes: brainevent's kernels would count any nonzero
     return _events(x)
 
 

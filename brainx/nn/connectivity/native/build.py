@@ -39,6 +39,7 @@ import os
 import pathlib
 import platform
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -105,9 +106,10 @@ def _private_temporary(path: pathlib.Path) -> pathlib.Path:
     can write (made with mode 0700; refused if another user owns it or others can write it)."""
     root = pathlib.Path(tempfile.gettempdir()) / f"brainx-{os.getuid()}"
     root.mkdir(mode=0o700, exist_ok=True)
-    info = root.stat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o022:
-        raise OSError(f"{root} belongs to another user or others can write to it")
+    info = os.lstat(root)          # the folder itself: a link another user owns is refused
+    if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
+            or info.st_mode & 0o022):
+        raise OSError(f"{root} is not a folder of this user's that only it can write")
     return root / "native" / path.parent.name / path.name
 
 
@@ -150,13 +152,11 @@ def _find_built(path: pathlib.Path) -> Optional[pathlib.Path]:
     temporary folder; ``None`` if it was never built."""
     if path.exists():
         return path
-    if _writable_target(path) != path:       # only then can a build have gone there
-        try:
-            private = _private_temporary(path)
-        except OSError:
-            return None
-        return private if private.exists() else None
-    return None
+    try:
+        target = _writable_target(path)      # elsewhere only when the cache cannot be written
+    except OSError:                          # ... and the temporary folder is refused
+        return None
+    return target if target != path and target.exists() else None
 
 
 def _load_uncached() -> Tuple[Optional[ctypes.CDLL], str]:
