@@ -14,7 +14,7 @@ pytest.importorskip("brainevent")
 
 import brainx  # noqa: E402
 from brainx import nn  # noqa: E402
-from brainx.nn.connectivity import event_conn  # noqa: E402
+from brainx.nn.connectivity import traced_events  # noqa: E402
 from brainx.nn.connectivity.traced_events import bools_behind  # noqa: E402
 
 
@@ -99,7 +99,7 @@ def test_event_product_is_unchanged_and_smaller(backend, monkeypatch):
         return np.asarray(outs), np.asarray(V), np.asarray(g), text
 
     ours = run()
-    monkeypatch.setattr(event_conn, "bools_behind", lambda x: None)   # compare x > 0 instead
+    monkeypatch.setattr(traced_events, "bools_behind", lambda x: None)   # compare x > 0 instead
     theirs = run()
     np.testing.assert_array_equal(ours[0], theirs[0])
     np.testing.assert_array_equal(ours[1], theirs[1])

@@ -187,8 +187,7 @@ def get_event_backend(platform: str = "cpu") -> Optional[str]:
     On CPU, ``"native"`` unless another backend was chosen or the native kernels
     cannot be built here.
     """
-    chosen = _CHOSEN.get(platform)
-    if platform == "cpu" and chosen in (None, "native") and has_native():
+    if platform == "cpu" and native_by_default():
         return "native"
     be = load_brainevent("get_event_backend")
     chosen = be.config.get_backend(platform)
@@ -221,8 +220,7 @@ def use_event_backend(backend: Optional[str], platform: str = "cpu") -> Iterator
 
 def native_by_default() -> bool:
     """Whether a layer built now without a ``backend=`` gets the native kernel."""
-    return (jax.default_backend() == "cpu" and _CHOSEN.get("cpu") in (None, "native")
-            and has_native())
+    return _CHOSEN.get("cpu") in (None, "native") and has_native()   # (has_native: a CPU)
 
 
 def layer_kernel(requested: Optional[str], what: str) -> Optional[str]:

@@ -43,7 +43,7 @@ from brainx.nn.connectivity.event_backend import layer_kernel, load_brainevent
 from brainx.nn.connectivity.matmul_jvp import with_matmul_derivative
 from brainx.nn.connectivity.native import product as native
 from brainx.nn.connectivity.native.rows import SynapseRows
-from brainx.nn.connectivity.traced_events import bools_behind
+from brainx.nn.connectivity.traced_events import events_of
 from brainx.nn.init import param
 from brainx.nn.modules.module import Module
 from brainx.state.state import ParamState
@@ -322,9 +322,7 @@ def _event_product(x, conn):
     if x.dtype == jnp.bool_ or not jnp.issubdtype(x.dtype, jnp.floating):
         return _binary_product(be, x, conn)
     unit = u.get_unit(conn.data)
-    events = bools_behind(x)
-    if events is None:
-        events = x > 0
+    events = events_of(x)
 
     def matrix(weights):
         return conn.with_data(u.maybe_decimal(u.Quantity(weights, unit=unit)))

@@ -28,8 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from brainx.nn.connectivity.event_backend import native_by_default
-from brainx.nn.connectivity.event_conn import _check_input, _matmul_last_axis
-from brainx.nn.connectivity.native.product import sparse_product
+from brainx.nn.connectivity.event_conn import _matmul_last_axis, _native_product
 from brainx.nn.connectivity.native.rows import SynapseRows
 from brainx.nn.init import param
 from brainx.nn.modules.module import Module
@@ -91,7 +90,9 @@ class SparseLinear(Module):
         """``x @ W (+ b)``; a bool ``x`` is a spike vector (event kernel on brainevent matrices)."""
         params = self.weight.value
         if self.rows is not None:
-            y = _native_matmul(x, params["weight"], self.rows, self.in_size[-1])
+            spikes = jnp.asarray(u.get_mantissa(x)).dtype == jnp.bool_   # events, else x @ W
+            y = _native_product(x, params["weight"], self.rows, spikes, "SparseLinear",
+                                self.in_size[-1])
         elif self._coords is None:
             mat = self.spar_mat.with_data(params["weight"])
             spikes = jnp.asarray(u.get_mantissa(x)).dtype == jnp.bool_
@@ -101,15 +102,6 @@ class SparseLinear(Module):
         if "bias" in params:
             y = y + params["bias"]
         return y
-
-
-def _native_matmul(x, data, rows: SynapseRows, n_in: int):
-    """``x @ W`` on the native kernel: a bool ``x`` as events, else the float product."""
-    _check_input(x, n_in, "SparseLinear")
-    xm = jnp.asarray(u.get_mantissa(x))
-    y = sparse_product(xm, u.get_mantissa(data), rows, event=xm.dtype == jnp.bool_)
-    unit = u.get_unit(data) * u.get_unit(x)
-    return y if unit.is_unitless else u.Quantity(y, unit=unit)
 
 
 def _is_brainevent(mat) -> bool:

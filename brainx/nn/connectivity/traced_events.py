@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from jax import core as jax_core
 from jax.extend import core as jex_core
 
-__all__ = ["bools_behind"]
+__all__ = ["bools_behind", "events_of"]
 
 # Shape operations that commute with the float conversion (each takes one array).
 _SHAPE_OPS = frozenset({"slice", "reshape", "squeeze", "broadcast_in_dim", "transpose",
@@ -57,6 +57,22 @@ def bools_behind(x: Any) -> Optional[Any]:
         return _search(x)
     except (AttributeError, KeyError, TypeError, ValueError, IndexError):
         return None     # another JAX's internals: compare as before
+
+
+def events_of(x: Any) -> Any:
+    """The events ``x > 0`` of float spikes ``x``, as the booleans the trace shows ``x`` was
+    made from when it does (:func:`bools_behind`: the step then compiles to no conversion
+    back), else as the comparison.
+
+    Examples
+    --------
+    >>> import jax.numpy as jnp
+    >>> from brainx.nn.connectivity.traced_events import events_of
+    >>> events_of(jnp.array([0.5, 0.0, -1.0])).tolist()
+    [True, False, False]
+    """
+    found = bools_behind(x)
+    return x > 0 if found is None else found
 
 
 def _search(x) -> Optional[Any]:

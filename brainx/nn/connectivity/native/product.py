@@ -52,7 +52,7 @@ from brainx.nn.connectivity.matmul_jvp import with_matmul_derivative
 from brainx.nn.connectivity.native import build
 from brainx.nn.connectivity.native.build import DENSE_TARGET, TARGET
 from brainx.nn.connectivity.native.rows import SynapseRows
-from brainx.nn.connectivity.traced_events import bools_behind
+from brainx.nn.connectivity.traced_events import events_of
 
 __all__ = ["sparse_product", "dense_event_product", "dense_equivalent"]
 
@@ -103,11 +103,7 @@ def sparse_product(x: Any, weights: Any, rows: SynapseRows, event: bool) -> jax.
                          f"(the presynaptic size), got shape {tuple(x.shape)}.")
     if not event:
         return _float_product(x.astype(w.dtype), w, rows)
-    if not jnp.issubdtype(x.dtype, jnp.floating):   # bool or integer spikes: no derivative
-        events = x if x.dtype == jnp.bool_ else x > 0
-        return _event_product(events, events, w, rows)
-    events = bools_behind(x)
-    return _event_product(x, x > 0 if events is None else events, w, rows)
+    return _event_product(*_spikes(x), w, rows)
 
 
 def dense_event_product(x: Any, weights: Any) -> jax.Array:
@@ -137,17 +133,22 @@ def dense_event_product(x: Any, weights: Any) -> jax.Array:
     if w.ndim != 2 or x.ndim == 0 or x.shape[-1] != w.shape[0]:
         raise ValueError(f"dense_event_product: x {tuple(x.shape)} and W {tuple(w.shape)} do "
                          "not multiply; W must be (n_pre, n_post) and x (..., n_pre).")
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        events = x if x.dtype == jnp.bool_ else x > 0
-        x = events
-    else:
-        events = bools_behind(x)
-        events = x > 0 if events is None else events
+    x, events = _spikes(x)
     return with_matmul_derivative(
         lambda e, w: _custom_call(DENSE_TARGET, e.shape[:-1] + (w.shape[-1],), w.dtype, e, w),
         lambda tx, w: tx @ w,
         lambda e, tw: e.astype(tw.dtype) @ tw,
     )(x, events, w)
+
+
+def _spikes(x) -> tuple:
+    """``(carrier, events)`` of spikes ``x``: what carries the derivative of ``x @ W``, and the
+    booleans the kernel reads. Floats: ``x`` and :func:`events_of` it; bools as they are and
+    integers as ``x > 0``, each its own carrier (no derivative)."""
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return x, events_of(x)
+    events = x if x.dtype == jnp.bool_ else x > 0
+    return events, events
 
 
 def _custom_call(target: str, shape: tuple, dtype, *operands) -> jax.Array:
