@@ -51,9 +51,12 @@ import jax
 import jaxlib
 
 __all__ = ["load", "library_path", "compiler", "registered_targets", "unavailable_reason", "TARGET",
-           "DENSE_TARGET", "SOURCE"]
+           "DENSE_TARGET", "SOURCE", "SOURCES"]
 
 SOURCE = pathlib.Path(__file__).with_name("event_kernels.cc")
+#: Every C++ source of the library (``event_kernels.cc`` first, then the others of this
+#: folder in name order): one shared library holds all the handlers.
+SOURCES = (SOURCE, *sorted(p for p in SOURCE.parent.glob("*.cc") if p != SOURCE))
 #: The FFI target name of the sparse product (the handler ``BrainxEventCsr``).
 TARGET = "brainx_event_csr"
 #: The FFI target name of the dense event product (the handler ``BrainxEventDense``).
@@ -94,7 +97,8 @@ def library_path() -> pathlib.Path:
     same jaxlib).
     """
     key = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), " ".join(_FLAGS).encode(), jaxlib.__version__.encode(),
+    for part in (*(src.read_bytes() for src in SOURCES), " ".join(_FLAGS).encode(),
+                 jaxlib.__version__.encode(),
                  sys.platform.encode(), platform.machine().encode()):
         key.update(part)
         key.update(b"\0")
@@ -135,7 +139,7 @@ def _build(cxx: str, target: pathlib.Path) -> pathlib.Path:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
     try:
-        cmd = [cxx, *_FLAGS, "-I", jax.ffi.include_dir(), str(SOURCE), "-o", tmp]
+        cmd = [cxx, *_FLAGS, "-I", jax.ffi.include_dir(), *map(str, SOURCES), "-o", tmp]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if run.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{run.stderr.strip()[-2000:]}")
