@@ -1,0 +1,232 @@
+// Per-synapse delays for XLA's CPU runtime: spikes delivered into a postsynaptic ring buffer.
+//
+// Built into the same library as event_kernels.cc (build.py compiles every .cc of this folder)
+// and registered as the FFI target brainx_delayed_csr. NEST's scheme: every postsynaptic
+// neuron has a ring buffer of `slots` = max_delay + 1 entries; a spike of step k over a synapse
+// of delay d (1 <= d <= max_delay steps) adds its weight into slot (k + d) mod slots, and the
+// slot of step k is what the neuron receives in step k (read by the caller, then cleared here).
+//
+// `BrainxDelayedCsr(buffer, x, w, indptr, post, delay, step) -> buffer'`:
+//
+//   buffer  (..., slots, n_post), the weights' float type; aliased to the output, so inside a
+//           compiled loop the update is in place
+//   x       spikes of step k, (..., n_pre): bool (an event adds the weight) or the weights' type
+//           (a nonzero entry adds x * weight)
+//   w       (..., nnz) one weight per synapse, or (..., 1) one shared by all
+//   indptr  int32 (..., n_pre + 1): row i's synapses are indptr[i] .. indptr[i + 1]
+//   post    int32 (..., nnz): each synapse's postsynaptic neuron
+//   delay   (..., nnz) uint8, uint16, int16 or int32: each synapse's delay in steps
+//   step    int32 (..., 1): k
+//
+// The kernel first clears slot k mod slots (its content was this step's input), then adds the
+// rows of the active presynaptic neurons. Every target and delay is checked against the buffer
+// before it is written (targets in [0, n_post), delays in [1, slots - 1]); a bad one is skipped
+// and the call fails with the count of bad synapses, so no write ever leaves the buffer.
+//
+// Leading (batch) axes follow event_kernels.cc: under jax.vmap (vmap_method="expand_dims") every
+// operand gets an axis in front, of the batch size or 1 (shared by every batch entry).
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// Where one operand's batch entry starts, for each batch entry of the output.
+class DelayBatchIndex {
+ public:
+  DelayBatchIndex(ffi::Span<const int64_t> lead, int64_t row, ffi::Span<const int64_t> out_lead)
+      : strides_(out_lead.size(), 0) {
+    int64_t stride = row;
+    for (int64_t d = static_cast<int64_t>(lead.size()) - 1; d >= 0; --d) {
+      if (lead[d] != 1) strides_[d] = stride;
+      stride *= lead[d];
+    }
+  }
+
+  int64_t Offset(int64_t flat, ffi::Span<const int64_t> out_lead) const {
+    int64_t offset = 0;
+    for (int64_t d = static_cast<int64_t>(out_lead.size()) - 1; d >= 0; --d) {
+      offset += (flat % out_lead[d]) * strides_[d];
+      flat /= out_lead[d];
+    }
+    return offset;
+  }
+
+ private:
+  std::vector<int64_t> strides_;
+};
+
+ffi::Span<const int64_t> LeadOf(const ffi::AnyBuffer& b, size_t base) {
+  auto dims = b.dimensions();
+  return dims.first(dims.size() - base);
+}
+
+ffi::Error CheckLeadAxes(const char* name, ffi::Span<const int64_t> lead,
+                         ffi::Span<const int64_t> out_lead) {
+  if (lead.size() > out_lead.size())
+    return ffi::Error::InvalidArgument(std::string("BrainxDelayedCsr: ") + name +
+                                       " has more leading axes than the buffer");
+  for (size_t d = 0; d < lead.size(); ++d)
+    if (lead[d] != 1 && lead[d] != out_lead[d])
+      return ffi::Error::InvalidArgument(std::string("BrainxDelayedCsr: ") + name +
+                                         "'s leading axes do not match the buffer's");
+  return ffi::Error::Success();
+}
+
+// One batch entry: clear the slot of `step`, then deliver the active rows.
+// Returns the number of synapses skipped for a bad target or delay.
+template <typename W, typename X, typename D>
+int64_t DeliverRow(W* buf, int64_t slots, int64_t n_post, const X* x, int64_t n_pre, const W* w,
+                   bool shared, const int32_t* indptr, const int32_t* post, const D* delay,
+                   int64_t step) {
+  constexpr bool kEvents = std::is_same<X, bool>::value;
+  int64_t now = step % slots;
+  if (now < 0) now += slots;
+  std::memset(buf + now * n_post, 0, sizeof(W) * n_post);
+  const uint64_t max_delay = static_cast<uint64_t>(slots - 1);
+  const uint64_t n = static_cast<uint64_t>(n_post);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n_pre; ++i) {
+    if (x[i] == X(0)) continue;
+    const W scale = kEvents ? W(1) : static_cast<W>(x[i]);
+    for (int32_t p = indptr[i]; p < indptr[i + 1]; ++p) {
+      const uint64_t d = static_cast<uint64_t>(static_cast<int64_t>(delay[p]));
+      const uint64_t t = static_cast<uint64_t>(static_cast<int64_t>(post[p]));
+      if (d - 1 >= max_delay || t >= n) {   // d == 0 wraps to a huge value: refused too
+        ++bad;
+        continue;
+      }
+      int64_t slot = now + static_cast<int64_t>(d);
+      if (slot >= slots) slot -= slots;
+      const W add = shared ? w[0] : w[p];
+      buf[slot * n_post + static_cast<int64_t>(t)] += kEvents ? add : scale * add;
+    }
+  }
+  return bad;
+}
+
+template <typename W, typename X, typename D>
+ffi::Error Deliver(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
+                   ffi::AnyBuffer indptr, ffi::AnyBuffer post, ffi::AnyBuffer delay,
+                   ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out) {
+  const auto out_lead = LeadOf(*out, 2);
+  const auto odims = out->dimensions();
+  const int64_t slots = odims[odims.size() - 2];
+  const int64_t n_post = odims.back();
+  const int64_t n_pre = x.dimensions().back();
+  const int64_t nnz = post.dimensions().back();
+  const int64_t n_w = w.dimensions().back();
+  const bool shared = n_w == 1;
+  if (slots < 2)
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: the buffer needs at least 2 slots");
+  const auto bdims = buffer.dimensions();
+  if (bdims.size() < 2 || bdims[bdims.size() - 2] != slots || bdims.back() != n_post)
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: buffer and output differ in shape");
+  if (indptr.dimensions().back() != n_pre + 1)
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: indptr must have n_pre + 1 entries");
+  if (!shared && n_w != nnz)
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: one weight per synapse, or one in all");
+  if (delay.dimensions().back() != nnz)
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: one delay per synapse");
+  if (step.dimensions().back() != 1)
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: step must be (..., 1)");
+  if (auto e = CheckLeadAxes("buffer", LeadOf(buffer, 2), out_lead); e.failure()) return e;
+  const ffi::AnyBuffer* operands[] = {&x, &w, &indptr, &post, &delay, &step};
+  const char* names[] = {"x", "w", "indptr", "post", "delay", "step"};
+  for (int k = 0; k < 6; ++k)
+    if (auto e = CheckLeadAxes(names[k], LeadOf(*operands[k], 1), out_lead); e.failure())
+      return e;
+
+  int64_t n_batch = 1;
+  for (int64_t d : out_lead) n_batch *= d;
+  const int64_t block = slots * n_post;
+  const DelayBatchIndex bi(LeadOf(buffer, 2), block, out_lead), xi(LeadOf(x, 1), n_pre, out_lead),
+      wi(LeadOf(w, 1), n_w, out_lead), pi(LeadOf(indptr, 1), n_pre + 1, out_lead),
+      qi(LeadOf(post, 1), nnz, out_lead), di(LeadOf(delay, 1), nnz, out_lead),
+      si(LeadOf(step, 1), 1, out_lead);
+  const W* in = buffer.typed_data<W>();
+  W* ys = out->typed_data<W>();
+  int64_t bad = 0;
+  for (int64_t b = 0; b < n_batch; ++b) {
+    W* yb = ys + b * block;
+    const W* ib = in + bi.Offset(b, out_lead);
+    if (ib != yb) std::memcpy(yb, ib, sizeof(W) * block);   // not aliased (or broadcast)
+    bad += DeliverRow<W, X, D>(
+        yb, slots, n_post, x.typed_data<X>() + xi.Offset(b, out_lead), n_pre,
+        w.typed_data<W>() + wi.Offset(b, out_lead), shared,
+        indptr.typed_data<int32_t>() + pi.Offset(b, out_lead),
+        post.typed_data<int32_t>() + qi.Offset(b, out_lead),
+        delay.typed_data<D>() + di.Offset(b, out_lead),
+        static_cast<int64_t>(step.typed_data<int32_t>()[si.Offset(b, out_lead)]));
+  }
+  if (bad > 0)
+    return ffi::Error::InvalidArgument(
+        "BrainxDelayedCsr: " + std::to_string(bad) + " synapse(s) have a target outside [0, " +
+        std::to_string(n_post) + ") or a delay outside [1, " + std::to_string(slots - 1) +
+        "] steps; they were not delivered");
+  return ffi::Error::Success();
+}
+
+template <typename W, typename X>
+ffi::Error ByDelayType(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
+                       ffi::AnyBuffer indptr, ffi::AnyBuffer post, ffi::AnyBuffer delay,
+                       ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out) {
+  switch (delay.element_type()) {
+    case ffi::U8: return Deliver<W, X, uint8_t>(buffer, x, w, indptr, post, delay, step, out);
+    case ffi::U16: return Deliver<W, X, uint16_t>(buffer, x, w, indptr, post, delay, step, out);
+    case ffi::S16: return Deliver<W, X, int16_t>(buffer, x, w, indptr, post, delay, step, out);
+    case ffi::S32: return Deliver<W, X, int32_t>(buffer, x, w, indptr, post, delay, step, out);
+    default:
+      return ffi::Error::InvalidArgument(
+          "BrainxDelayedCsr: delays must be uint8, uint16, int16 or int32");
+  }
+}
+
+ffi::Error DelayedCsr(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
+                      ffi::AnyBuffer indptr, ffi::AnyBuffer post, ffi::AnyBuffer delay,
+                      ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out) {
+  if (out->dimensions().size() < 2 || buffer.dimensions().size() < 2)
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: the buffer must be (..., slots, n_post)");
+  for (const ffi::AnyBuffer* b : {&x, &w, &indptr, &post, &delay, &step})
+    if (b->dimensions().size() == 0)
+      return ffi::Error::InvalidArgument("BrainxDelayedCsr: every operand needs at least one axis");
+  if (indptr.element_type() != ffi::S32 || post.element_type() != ffi::S32 ||
+      step.element_type() != ffi::S32)
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: indptr, post and step must be int32");
+  const auto wt = w.element_type();
+  if (out->element_type() != wt || buffer.element_type() != wt)
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: the buffer must have the weights' type");
+  const auto xt = x.element_type();
+  if (xt != ffi::PRED && xt != wt)
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: x must be bool or the weights' type");
+  if (wt == ffi::F32)
+    return xt == ffi::PRED
+               ? ByDelayType<float, bool>(buffer, x, w, indptr, post, delay, step, out)
+               : ByDelayType<float, float>(buffer, x, w, indptr, post, delay, step, out);
+  if (wt == ffi::F64)
+    return xt == ffi::PRED
+               ? ByDelayType<double, bool>(buffer, x, w, indptr, post, delay, step, out)
+               : ByDelayType<double, double>(buffer, x, w, indptr, post, delay, step, out);
+  return ffi::Error::InvalidArgument("BrainxDelayedCsr: weights must be float32 or float64");
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(BrainxDelayedCsr, DelayedCsr,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()  // buffer (..., slots, n_post)
+                                  .Arg<ffi::AnyBuffer>()  // x (..., n_pre)
+                                  .Arg<ffi::AnyBuffer>()  // w (..., nnz) or (..., 1)
+                                  .Arg<ffi::AnyBuffer>()  // indptr int32 (..., n_pre + 1)
+                                  .Arg<ffi::AnyBuffer>()  // post int32 (..., nnz)
+                                  .Arg<ffi::AnyBuffer>()  // delay (..., nnz)
+                                  .Arg<ffi::AnyBuffer>()  // step int32 (..., 1)
+                                  .Ret<ffi::AnyBuffer>()  // buffer' (aliased to buffer)
+);
