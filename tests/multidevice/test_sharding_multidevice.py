@@ -144,6 +144,9 @@ def test_spec_that_does_not_fit_names_the_state():
         brainx.distributed.shard_states([bad], {bad: P(None, "model")}, mesh)
     with pytest.raises(ValueError, match=r"name='v'.*shards 3 axes"):
         brainx.distributed.shard_states([bad], {bad: P(None, None, "data")}, mesh)
+    # an unknown mesh axis is named before a dimension that would not split (docs/distributed.md)
+    with pytest.raises(ValueError, match=r"name='v'.*mesh axis 'model'"):
+        brainx.distributed.shard_states([bad], {bad: P("data", "model")}, mesh)
 
 
 def test_donate_states_on_a_mesh():

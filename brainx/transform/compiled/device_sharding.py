@@ -78,6 +78,12 @@ def check_spec_fits(state: Any, spec: PartitionSpec, mesh: Mesh,
     """
     where = f"{state!r}" + (f" at {'.'.join(map(str, path))}" if path else "")
     sizes = dict(mesh.shape)
+    named = [a for axes in spec if axes is not None
+             for a in (axes if isinstance(axes, tuple) else (axes,))]
+    unknown = [a for a in named if a not in sizes]
+    if unknown:      # before any shape check: the same message on any number of devices
+        raise ValueError(f"{where}: its spec {spec} names mesh axis {unknown[0]!r}, but "
+                         f"the mesh has axes {tuple(sizes)}.")
     for leaf in jax.tree.leaves(state._value if value is _UNSET else value):
         shape = np.shape(leaf)
         if len(spec) > len(shape):
@@ -86,10 +92,6 @@ def check_spec_fits(state: Any, spec: PartitionSpec, mesh: Mesh,
                              "entries.")
         for dim, (n, axes) in enumerate(zip(shape, spec)):
             names = () if axes is None else (axes if isinstance(axes, tuple) else (axes,))
-            unknown = [a for a in names if a not in sizes]
-            if unknown:
-                raise ValueError(f"{where}: its spec {spec} names mesh axis {unknown[0]!r}, but "
-                                 f"the mesh has axes {tuple(sizes)}.")
             parts = int(np.prod([sizes[a] for a in names])) if names else 1
             if n % parts:
                 raise ValueError(f"{where} has shape {tuple(shape)}: dimension {dim} (size {n}) "
