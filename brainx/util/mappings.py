@@ -24,7 +24,7 @@ import jax
 
 from brainx.util.state_like import StateLike
 from brainx.util.filter import Filter, to_predicate
-from brainx.util.path import DottedPath
+from brainx.util.path import DottedPath, dotted
 
 __all__ = ["FlattedDict", "NestedDict", "flat_mapping", "nest_mapping", "partition", "select",
            "empty_node"]
@@ -130,21 +130,57 @@ class FlattedDict(_KeysAsAttributes, dict):
         (a dotted string ``"layers.0.w"``, whose ``"0"`` is a str) is matched by its dotted form."""
         path = _path(key)
         # only a path with a number in it can be spelled two ways (the int 0 or the str "0")
-        if not dict.__contains__(self, path) and any(str(p).isdigit() for p in path):
-            text = path.dotted
-            for stored in dict.keys(self):
-                if stored.dotted == text:
-                    return stored
-        return path
+        if dict.__contains__(self, path) or not any(str(p).isdigit() for p in path):
+            return path
+        stored = self._dotted_keys().get(path.dotted)
+        return path if stored is None else stored
+
+    def _dotted_keys(self) -> Dict[str, DottedPath]:
+        """``{dotted string: first stored key}``, so that ``_key`` is one lookup, not a scan
+        of every key (which made building a mapping of n numbered paths take n^2 steps).
+
+        Kept in step by the methods below; rebuilt when the dict's size says it is not
+        (a dict filled by ``dict`` methods, an unpickled one)."""
+        index = vars(self).get("_index")
+        if index is None or index[0] != dict.__len__(self):
+            keys: Dict[str, DottedPath] = {}
+            for k in dict.keys(self):
+                keys.setdefault(dotted(k), k)
+            index = vars(self)["_index"] = [dict.__len__(self), keys, len(keys) != len(self)]
+        return index[1]
+
+    def _indexed(self, key: DottedPath, added: bool) -> None:
+        """Tell the index that ``key`` was added or removed (a no-op before it is built)."""
+        index = vars(self).get("_index")
+        if index is None:
+            return
+        text = dotted(key)
+        if added:
+            if text in index[1]:
+                index[2] = True  # two keys with one dotted form: a removal rebuilds
+            else:
+                index[1][text] = key
+            index[0] += 1
+        elif index[2]:
+            vars(self)["_index"] = None
+        else:
+            index[1].pop(text, None)
+            index[0] -= 1
 
     def __getitem__(self, key: Any) -> Any:
         return super().__getitem__(self._key(key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        super().__setitem__(self._key(key), value)
+        key = self._key(key)
+        added = not dict.__contains__(self, key)
+        super().__setitem__(key, value)
+        if added:
+            self._indexed(key, True)
 
     def __delitem__(self, key: Any) -> None:
-        super().__delitem__(self._key(key))
+        key = self._key(key)
+        super().__delitem__(key)
+        self._indexed(key, False)
 
     def __contains__(self, key: Any) -> bool:
         return super().__contains__(self._key(key))
@@ -153,10 +189,31 @@ class FlattedDict(_KeysAsAttributes, dict):
         return super().get(self._key(key), default)
 
     def pop(self, key: Any, *default: Any) -> Any:
-        return super().pop(self._key(key), *default)
+        key = self._key(key)
+        if not dict.__contains__(self, key):
+            return super().pop(key, *default)
+        value = super().pop(key)
+        self._indexed(key, False)
+        return value
+
+    def popitem(self) -> Tuple[DottedPath, Any]:
+        key, value = super().popitem()
+        self._indexed(key, False)
+        return key, value
+
+    def clear(self) -> None:
+        super().clear()
+        vars(self)["_index"] = None
 
     def setdefault(self, key: Any, default: Any = None) -> Any:
-        return super().setdefault(self._key(key), default)
+        key = self._key(key)
+        if not dict.__contains__(self, key):
+            self[key] = default
+        return super().__getitem__(key)
+
+    def __ior__(self, other: Any) -> "FlattedDict":
+        self.update(other)
+        return self
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         for key, value in dict(*args, **kwargs).items():
