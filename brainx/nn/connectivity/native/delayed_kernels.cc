@@ -6,7 +6,7 @@
 // of delay d (1 <= d <= max_delay steps) adds its weight into slot (k + d) mod slots, and the
 // slot of step k is what the neuron receives in step k (read by the caller, then cleared here).
 //
-// `BrainxDelayedCsr(buffer, x, w, indptr, post, delay, step) -> buffer'`:
+// `BrainxDelayedCsr(buffer, x, w, indptr, post, delay, step) -> (buffer', next)`:
 //
 //   buffer  (..., slots, n_post), the weights' float type; aliased to the output, so inside a
 //           compiled loop the update is in place
@@ -17,11 +17,15 @@
 //   post    int32 (..., nnz): each synapse's postsynaptic neuron
 //   delay   (..., nnz) uint8, uint16, int16 or int32: each synapse's delay in steps
 //   step    int32 (..., 1): k
+//   next    (..., n_post): slot (k + 1) mod slots of buffer', the input of step k + 1
 //
 // The kernel first clears slot k mod slots (its content was this step's input), then adds the
-// rows of the active presynaptic neurons. Every target and delay is checked against the buffer
-// before it is written (targets in [0, n_post), delays in [1, slots - 1]); a bad one is skipped
-// and the call fails with the count of bad synapses, so no write ever leaves the buffer.
+// rows of the active presynaptic neurons and copies out the slot of the next step. Reading that
+// slot here, not in the caller, keeps the buffer's only user the kernel: XLA then updates it in
+// place inside a loop (a read of the buffer beside an aliased call makes it copy the buffer).
+// Every target and delay is checked before it is written (targets in [0, n_post), delays in
+// [1, slots - 1]); a bad one is skipped and the call fails with the count of bad synapses,
+// so no write ever leaves the buffer.
 //
 // Leading (batch) axes follow event_kernels.cc: under jax.vmap (vmap_method="expand_dims") every
 // operand gets an axis in front, of the batch size or 1 (shared by every batch entry).
@@ -115,7 +119,8 @@ int64_t DeliverRow(W* buf, int64_t slots, int64_t n_post, const X* x, int64_t n_
 template <typename W, typename X, typename D>
 ffi::Error Deliver(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
                    ffi::AnyBuffer indptr, ffi::AnyBuffer post, ffi::AnyBuffer delay,
-                   ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out) {
+                   ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out,
+                   ffi::Result<ffi::AnyBuffer> next) {
   const auto out_lead = LeadOf(*out, 2);
   const auto odims = out->dimensions();
   const int64_t slots = odims[odims.size() - 2];
@@ -135,6 +140,8 @@ ffi::Error Deliver(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
     return ffi::Error::InvalidArgument("BrainxDelayedCsr: one weight per synapse, or one in all");
   if (delay.dimensions().back() != nnz)
     return ffi::Error::InvalidArgument("BrainxDelayedCsr: one delay per synapse");
+  if (next->dimensions().back() != n_post || next->element_count() * slots != out->element_count())
+    return ffi::Error::InvalidArgument("BrainxDelayedCsr: next must be (..., n_post)");
   if (step.dimensions().back() != 1)
     return ffi::Error::InvalidArgument("BrainxDelayedCsr: step must be (..., 1)");
   if (auto e = CheckLeadAxes("buffer", LeadOf(buffer, 2), out_lead); e.failure()) return e;
@@ -153,18 +160,23 @@ ffi::Error Deliver(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
       si(LeadOf(step, 1), 1, out_lead);
   const W* in = buffer.typed_data<W>();
   W* ys = out->typed_data<W>();
+  W* ns = next->typed_data<W>();
   int64_t bad = 0;
   for (int64_t b = 0; b < n_batch; ++b) {
     W* yb = ys + b * block;
     const W* ib = in + bi.Offset(b, out_lead);
     if (ib != yb) std::memcpy(yb, ib, sizeof(W) * block);   // not aliased (or broadcast)
+    const int64_t k = static_cast<int64_t>(step.typed_data<int32_t>()[si.Offset(b, out_lead)]);
     bad += DeliverRow<W, X, D>(
         yb, slots, n_post, x.typed_data<X>() + xi.Offset(b, out_lead), n_pre,
         w.typed_data<W>() + wi.Offset(b, out_lead), shared,
         indptr.typed_data<int32_t>() + pi.Offset(b, out_lead),
         post.typed_data<int32_t>() + qi.Offset(b, out_lead),
         delay.typed_data<D>() + di.Offset(b, out_lead),
-        static_cast<int64_t>(step.typed_data<int32_t>()[si.Offset(b, out_lead)]));
+        k);
+    int64_t after = (k + 1) % slots;
+    if (after < 0) after += slots;
+    std::memcpy(ns + b * n_post, yb + after * n_post, sizeof(W) * n_post);
   }
   if (bad > 0)
     return ffi::Error::InvalidArgument(
@@ -177,12 +189,17 @@ ffi::Error Deliver(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
 template <typename W, typename X>
 ffi::Error ByDelayType(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
                        ffi::AnyBuffer indptr, ffi::AnyBuffer post, ffi::AnyBuffer delay,
-                       ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out) {
+                       ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out,
+                       ffi::Result<ffi::AnyBuffer> next) {
   switch (delay.element_type()) {
-    case ffi::U8: return Deliver<W, X, uint8_t>(buffer, x, w, indptr, post, delay, step, out);
-    case ffi::U16: return Deliver<W, X, uint16_t>(buffer, x, w, indptr, post, delay, step, out);
-    case ffi::S16: return Deliver<W, X, int16_t>(buffer, x, w, indptr, post, delay, step, out);
-    case ffi::S32: return Deliver<W, X, int32_t>(buffer, x, w, indptr, post, delay, step, out);
+    case ffi::U8:
+      return Deliver<W, X, uint8_t>(buffer, x, w, indptr, post, delay, step, out, next);
+    case ffi::U16:
+      return Deliver<W, X, uint16_t>(buffer, x, w, indptr, post, delay, step, out, next);
+    case ffi::S16:
+      return Deliver<W, X, int16_t>(buffer, x, w, indptr, post, delay, step, out, next);
+    case ffi::S32:
+      return Deliver<W, X, int32_t>(buffer, x, w, indptr, post, delay, step, out, next);
     default:
       return ffi::Error::InvalidArgument(
           "BrainxDelayedCsr: delays must be uint8, uint16, int16 or int32");
@@ -191,7 +208,8 @@ ffi::Error ByDelayType(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w
 
 ffi::Error DelayedCsr(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
                       ffi::AnyBuffer indptr, ffi::AnyBuffer post, ffi::AnyBuffer delay,
-                      ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out) {
+                      ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out,
+                      ffi::Result<ffi::AnyBuffer> next) {
   if (out->dimensions().size() < 2 || buffer.dimensions().size() < 2)
     return ffi::Error::InvalidArgument("BrainxDelayedCsr: the buffer must be (..., slots, n_post)");
   for (const ffi::AnyBuffer* b : {&x, &w, &indptr, &post, &delay, &step})
@@ -201,19 +219,19 @@ ffi::Error DelayedCsr(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
       step.element_type() != ffi::S32)
     return ffi::Error::InvalidArgument("BrainxDelayedCsr: indptr, post and step must be int32");
   const auto wt = w.element_type();
-  if (out->element_type() != wt || buffer.element_type() != wt)
+  if (out->element_type() != wt || buffer.element_type() != wt || next->element_type() != wt)
     return ffi::Error::InvalidArgument("BrainxDelayedCsr: the buffer must have the weights' type");
   const auto xt = x.element_type();
   if (xt != ffi::PRED && xt != wt)
     return ffi::Error::InvalidArgument("BrainxDelayedCsr: x must be bool or the weights' type");
   if (wt == ffi::F32)
     return xt == ffi::PRED
-               ? ByDelayType<float, bool>(buffer, x, w, indptr, post, delay, step, out)
-               : ByDelayType<float, float>(buffer, x, w, indptr, post, delay, step, out);
+               ? ByDelayType<float, bool>(buffer, x, w, indptr, post, delay, step, out, next)
+               : ByDelayType<float, float>(buffer, x, w, indptr, post, delay, step, out, next);
   if (wt == ffi::F64)
     return xt == ffi::PRED
-               ? ByDelayType<double, bool>(buffer, x, w, indptr, post, delay, step, out)
-               : ByDelayType<double, double>(buffer, x, w, indptr, post, delay, step, out);
+               ? ByDelayType<double, bool>(buffer, x, w, indptr, post, delay, step, out, next)
+               : ByDelayType<double, double>(buffer, x, w, indptr, post, delay, step, out, next);
   return ffi::Error::InvalidArgument("BrainxDelayedCsr: weights must be float32 or float64");
 }
 
@@ -229,4 +247,5 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BrainxDelayedCsr, DelayedCsr,
                                   .Arg<ffi::AnyBuffer>()  // delay (..., nnz)
                                   .Arg<ffi::AnyBuffer>()  // step int32 (..., 1)
                                   .Ret<ffi::AnyBuffer>()  // buffer' (aliased to buffer)
+                                  .Ret<ffi::AnyBuffer>()  // next (..., n_post)
 );
