@@ -35,9 +35,14 @@ from brainx.graph.walk import node_children, register_graph_node_type, walk_tree
 from brainx.state.state import State, _Expired, structure_changed
 from brainx.util.mappings import FlattedDict
 
-__all__ = ["Node", "node_children"]
+__all__ = ["Node", "node_children", "BOUND_TRANSFORMS_ATTR"]
 
 _ABSENT = object()
+
+#: Where a transform used as a method keeps an instance's bindings
+#: (:mod:`brainx.transform.core.method_binding`): bookkeeping, not a child, so a
+#: node's walk, repr and copies leave it out.
+BOUND_TRANSFORMS_ATTR = "__brainx_bound_transforms__"
 
 
 def _holds_states(value: Any) -> bool:
@@ -101,15 +106,18 @@ class Node:
     def __copy__(self) -> "Node":
         new = object.__new__(type(self))
         new.__dict__.update(copy.copy(self.__dict__))
+        new.__dict__.pop(BOUND_TRANSFORMS_ATTR, None)
         return new
 
     def __pretty_repr_item__(self, name: str, value: Any) -> Optional[Tuple[str, Any]]:
         """``(name, value)`` to show in ``repr``, or ``None`` to leave it out.
 
-        ``None`` values and the names in ``graph_invisible_attrs`` are left
-        out; everything else (private attributes included) is shown.
+        ``None`` values, the names in ``graph_invisible_attrs`` and the
+        bindings of jitted methods are left out; everything else (private
+        attributes included) is shown.
         """
-        if value is None or name in type(self).graph_invisible_attrs:
+        if (value is None or name in type(self).graph_invisible_attrs
+                or name == BOUND_TRANSFORMS_ATTR):
             return None
         return name, value
 
@@ -159,6 +167,8 @@ def _node_flatten(node: Node):
     """The visible attributes, in definition order; metadata: the type and the hidden ones."""
     hidden = type(node).graph_invisible_attrs
     items = vars(node).items()
+    if BOUND_TRANSFORMS_ATTR in vars(node):
+        items = [(k, v) for k, v in items if k != BOUND_TRANSFORMS_ATTR]
     if not hidden:
         return list(items), (type(node), {})
     return ([(k, v) for k, v in items if k not in hidden],
