@@ -63,7 +63,27 @@ def test_a_pytree_through_jit_and_tree_map_with_the_name_static():
     assert isinstance(doubled, HiData) and doubled.name == "cell" and doubled.na.name == "na"
     np.testing.assert_array_equal(doubled.v, 2 * d.v)
     paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(d)[0]]
-    assert paths == ["['v']", "['na']['m']"]
+    assert paths == ["['na']['m']", "['v']"]                      # sorted by name, as a dict
+
+
+def test_children_added_in_another_order_combine_as_dicts_do():
+    # brainstate 0.5.4 flattens the children as a dict (sorted names): the order they were
+    # added in is not part of the structure. The reference: the same maps over plain dicts.
+    a = HiData(name="cell", v=jnp.arange(3.0), na=HiData(m=jnp.ones(3), h=jnp.full(3, 2.0)))
+    b = HiData(name="cell", na=HiData(h=jnp.full(3, 5.0), m=jnp.zeros(3)), v=jnp.ones(3))
+    assert jax.tree.structure(a) == jax.tree.structure(b)
+    summed = jax.tree.map(lambda x, y: x + 10 * y, a, b)
+    expected = jax.tree.map(lambda x, y: x + 10 * y, a.to_dict(), b.to_dict())
+    assert jax.tree.all(jax.tree.map(np.array_equal, summed.to_dict(), expected))
+    assert list(summed.keys()) == ["na", "v"] and summed.name == "cell"
+
+    def body(carry, x):        # returns its children in the other order
+        return HiData(name="cell", na=carry.na, v=carry.v + x), carry.v.sum()
+
+    carry, ys = jax.lax.scan(body, a, jnp.arange(4.0))
+    np.testing.assert_array_equal(carry.v, a.v + jnp.arange(4.0).sum())
+    np.testing.assert_array_equal(ys, [a.v.sum() + 3 * jnp.arange(4.0)[:i].sum() for i in range(4)])
+    assert HiData(a=1, b=2) == HiData(b=2, a=1)
 
 
 def test_a_subclass_is_a_pytree_too():

@@ -5,7 +5,11 @@ often carries one value per part, and parts of parts. ``HiData`` holds them
 by name, ``data.sodium`` or ``data["sodium"]``, nests (a child may be another
 ``HiData``), and is a JAX pytree whose leaves are the children (its ``name``
 is static), so it goes through ``jax.jit``, ``jax.tree.map`` and
-``brainx.transform`` like a dict. It is immutable: :meth:`~HiData.replace`,
+``brainx.transform`` like a dict: as a dict's, its children are flattened in
+the sorted order of their names, so two ``HiData`` with the same names combine
+(``jax.tree.map(f, a, b)``, a ``for_loop`` carry) whatever order their
+children were added in, and a rebuilt one lists them in that sorted order
+(brainstate's rule). It is immutable: :meth:`~HiData.replace`,
 :meth:`~HiData.add` and :meth:`~HiData.pop` return new objects.
 
 It is brainstate's ``brainstate.nn.HiData`` (0.5 and 0.6), printed as 0.6
@@ -28,8 +32,15 @@ __all__ = ["HiData"]
 _LONG = 60  # a child's repr longer than this is cut, with "..."
 
 
+def _sorted_names(children: Dict[Any, Any]) -> tuple:
+    try:
+        return tuple(sorted(children))
+    except TypeError:  # names of several types: sorted by type, then text
+        return tuple(sorted(children, key=lambda k: (type(k).__name__, repr(k))))
+
+
 def _flatten_with_keys(data: "HiData"):
-    keys = tuple(data.children)
+    keys = _sorted_names(data.children)
     children = tuple((jax.tree_util.DictKey(k), data.children[k]) for k in keys)
     return children, (data.name, keys)
 
