@@ -1,7 +1,8 @@
 """One leaf of a state's value to a msgpack-ready record and back, exactly.
 
 A record is a plain dict of msgpack types. Arrays keep their dtype, shape and
-bytes; a weakly typed JAX array (``jnp.asarray(1.0)``, the value of
+bytes (a view of the array's memory, streamed to the file by
+:mod:`brainx.io.msgpack_stream`) and the CRC-32 of those bytes; a weakly typed JAX array (``jnp.asarray(1.0)``, the value of
 ``State(0.5)`` after a jitted step) is marked ``"weak": True`` and loads weakly
 typed again (a record without the mark, as in every file written before it,
 loads strongly typed, as it always did); a brainunit Quantity keeps its
@@ -14,18 +15,20 @@ before anything is decoded.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+import zlib
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import brainunit as u
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from brainx.io.msgpack_stream import as_bytes
 from brainx.transform.core.value_types import cast_leaf
 
 __all__ = ["encode_leaf", "decode_leaf", "spec", "spec_of_record", "describe_leaf",
            "describe_record",
-           "as_key_record"]
+           "as_key_record", "damaged_arrays"]
 
 _SI = ("m", "kg", "s", "A", "K", "mol", "cd")
 _PYTHON = (bool, int, float, str, type(None))
@@ -38,12 +41,45 @@ def _is_key(x: Any) -> bool:
 
 
 def _encode_array(x: Any) -> Dict[str, Any]:
+    """The array's record: its bytes as a view (written to the file from memory) and their CRC."""
     a = np.asarray(x, order="C")
-    return {"dtype": a.dtype.name, "shape": list(a.shape), "data": a.tobytes()}
+    data = as_bytes(a)
+    return {"dtype": a.dtype.name, "shape": list(a.shape), "data": data,
+            "crc32": zlib.crc32(memoryview(data))}
 
 
-def _decode_array(rec: Dict[str, Any]) -> np.ndarray:
-    return np.frombuffer(rec["data"], dtype=jnp.dtype(rec["dtype"])).reshape(rec["shape"]).copy()
+def _joined(data: Union[bytes, List[bytes]]) -> Union[bytes, np.ndarray]:
+    """The bytes of an array saved as one bin or as a list of chunks (over 4 GiB)."""
+    if not isinstance(data, list):
+        return data
+    out = np.empty(sum(len(c) for c in data), np.uint8)
+    start = 0
+    for chunk in data:
+        out[start:start + len(chunk)] = np.frombuffer(chunk, np.uint8)
+        start += len(chunk)
+    return out
+
+
+def _decode_array(rec: Dict[str, Any], copy: bool = True) -> np.ndarray:
+    """The array of a record; without ``copy``, read-only over the file's bytes."""
+    dtype = jnp.dtype(rec["dtype"])
+    data = _joined(rec["data"])
+    if len(data) != int(np.prod(rec["shape"], dtype=np.int64)) * dtype.itemsize:
+        raise ValueError(f"the record of a {rec['dtype']}{list(rec['shape'])} array holds "
+                         f"{len(data)} bytes: the file is damaged.")
+    a = np.frombuffer(data, dtype=dtype).reshape(rec["shape"])
+    return a.copy() if copy else a
+
+
+def damaged_arrays(rec: Any) -> int:
+    """How many arrays in a record (nested: a Quantity's mantissa, a key's data) have
+    bytes that differ from their saved CRC-32 (records of version 1 have none)."""
+    if not isinstance(rec, dict):
+        return 0
+    if "crc32" in rec and "data" in rec:
+        data = _joined(rec["data"])
+        return int(isinstance(data, (bytes, np.ndarray)) and zlib.crc32(data) != rec["crc32"])
+    return sum(damaged_arrays(v) for v in rec.values() if isinstance(v, dict))
 
 
 def _encode_unit(unit: u.Unit) -> Dict[str, Any]:
@@ -89,10 +125,11 @@ def decode_leaf(rec: Dict[str, Any], like: Any = None) -> Any:
         inner = like.mantissa if isinstance(like, u.Quantity) else None
         return u.Quantity(decode_leaf(rec["mantissa"], inner), unit=_decode_unit(rec["unit"]))
     if kind == "key":
-        return jax.random.wrap_key_data(jnp.asarray(_decode_array(rec["data"])), impl=rec["impl"])
+        return jax.random.wrap_key_data(jnp.asarray(_decode_array(rec["data"], copy=False)),
+                                        impl=rec["impl"])
     if kind == "jax":
         where = like.sharding if isinstance(like, jax.Array) and not _is_key(like) else None
-        x = jax.device_put(_decode_array(rec), where)
+        x = jax.device_put(_decode_array(rec, copy=False), where)  # device_put copies or holds
         return cast_leaf(x, x.dtype, True) if rec.get("weak") else x
     if kind == "numpy":
         a = _decode_array(rec)

@@ -27,6 +27,14 @@ For ``EventFixedNumConn`` an input entry is an event when it is ``True``
 respect to a float input is that of ``x @ W`` (what a surrogate spike
 function needs), and with respect to the weights that of the dense layer
 restricted to the stored synapses.
+
+Saving (:mod:`brainx.io`): the layers implement :class:`brainx.io.SavesArrays`.
+A seeded layer saves its seed (a file stays the size of its weights) and a
+load into a layer of another seed draws the saved one's synapses again; an
+unseeded layer saves its synapses (``indices`` int32, ``row_selected``),
+streamed to the file from memory, and a load puts them in place of its own.
+A file that holds no synapses for an unseeded layer (written before
+2026-12-07) is refused unless loaded with ``strict=False``.
 """
 
 from __future__ import annotations
@@ -232,6 +240,88 @@ class FixedNumConn(Module):
         indptr = jax.device_put(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
         kind = be.CSR if self.efferent_target == "post" else be.CSC
         return kind((_flat(weight), self.indices.ravel(), indptr), shape=shape, backend=backend)
+
+    # -- saving: the brainx.io.SavesArrays protocol -----------------------------------
+    def saved_arrays(self) -> dict:
+        """What :func:`brainx.io.save` keeps of the synapses: the seed that draws them, or,
+        drawn from an unseeded generator, the synapses (``indices``, ``row_selected``)."""
+        if self.conn_num < 1:
+            return {}
+        if self.seed is not None:
+            return {"seed": int(self.seed)}
+        return {"indices": self.indices, "row_selected": self.row_selected}
+
+    def prepare_arrays(self, arrays: Optional[dict]):
+        """Check the synapses a file holds for this layer; what installs them (``None``: the same)."""
+        if self.conn_num < 1:
+            return None
+        if arrays is None:
+            if self.seed is not None:  # a file from before brainx saved synapses: the seed draws them
+                return None
+            raise ValueError(
+                "the file holds no synapses for this layer, and it was built with seed=None, so "
+                "its own synapses are another draw (the file was written before brainx saved "
+                "them): the loaded network would not be the saved one. Build the layer with "
+                "the seed it was saved with, or load with strict=False to keep this layer's own "
+                "synapses with the file's weights.")
+        if set(arrays) == {"seed"}:
+            seed = int(arrays["seed"])
+            if seed == self.seed:
+                return None
+            indices, row_selected = self._drawn(seed)
+        else:
+            seed, (indices, row_selected) = None, self._checked_synapses(arrays)
+        return lambda: self._install_synapses(seed, indices, row_selected)
+
+    def _drawn(self, seed: Optional[int]):
+        """``(indices, row_selected)`` drawn from ``seed`` as ``__init__`` draws them."""
+        n_rows, n_cols = self._rows_and_columns()
+        rng = _host_rng(seed)
+        indices = _draw_indices(rng, n_rows, n_cols, self.conn_num, self.allow_multi_conn)
+        if self.afferent_ratio == 1.0:
+            return indices, np.ones(n_rows, bool)
+        row_selected = rng.random_sample(n_rows) < self.afferent_ratio
+        return indices[row_selected], row_selected
+
+    def _rows_and_columns(self):
+        n_pre, n_post = self.in_size[-1], self.out_size[-1]
+        return (n_pre, n_post) if self.efferent_target == "post" else (n_post, n_pre)
+
+    def _checked_synapses(self, arrays: dict):
+        n_rows, n_cols = self._rows_and_columns()
+        if set(arrays) != {"indices", "row_selected"}:
+            raise ValueError(f"the file holds {sorted(arrays)} for this layer, not its synapses "
+                             "('indices', 'row_selected', or a 'seed').")
+        indices, row_selected = np.asarray(arrays["indices"]), np.asarray(arrays["row_selected"])
+        if row_selected.dtype != np.bool_ or row_selected.shape != (n_rows,):
+            raise ValueError(f"the file's row_selected is {row_selected.dtype}{list(row_selected.shape)}"
+                             f", this layer has {n_rows} rows: build it with the sizes it was "
+                             "saved with.")
+        rows = (int(row_selected.sum()), self.conn_num)
+        if indices.shape != rows or not np.issubdtype(indices.dtype, np.integer):
+            raise ValueError(f"the file's synapses are {indices.dtype}{list(indices.shape)}, this "
+                             f"layer holds int32{list(rows)} (conn_num={self.conn_num}): build it "
+                             "with the sizes, conn_num and afferent_ratio it was saved with.")
+        if indices.size and (indices.min() < 0 or indices.max() >= n_cols):
+            raise ValueError(f"the file's synapses have targets outside [0, {n_cols}): the file "
+                             "does not belong to this layer.")
+        return indices.astype(np.int32, copy=False), row_selected
+
+    def _install_synapses(self, seed: Optional[int], indices: np.ndarray,
+                          row_selected: np.ndarray) -> None:
+        """Put these synapses in place of the drawn ones (the layout as ``__init__`` builds it)."""
+        n_pre, n_post = self.in_size[-1], self.out_size[-1]
+        self.seed, self.row_selected = seed, row_selected
+        self.indices = jax.device_put(indices)
+        if self.kernel == "native":
+            self.rows = (SynapseRows.fixed(indices, n_post) if not self._compressed else
+                         SynapseRows.compressed(indices, np.flatnonzero(row_selected),
+                                                "pre" if self.efferent_target == "post" else "post",
+                                                n_pre, n_post))
+            if not self._compressed:
+                self.indices = self.rows.post
+        self.conn = None if self.kernel == "native" else self._brainevent_matrix(self.weight.value)
+
 
 
 class EventFixedNumConn(FixedNumConn):
