@@ -42,6 +42,10 @@ from brainx.transform.core.stateful import StaticLeaves, read_state_values, writ
 
 __all__ = ["scan", "for_loop", "while_loop", "bounded_while_loop"]
 
+#: What runs a scan's steps: ``lax.scan``, or (set by :mod:`brainx.transform.remat.ring_loops`,
+#: a group up) a scan whose reverse pass restores a checkpointed step's ring buffers.
+STEP_SCAN = [jax.lax.scan]
+
 Carry = TypeVar("Carry")
 X = TypeVar("X")
 Y = TypeVar("Y")
@@ -216,8 +220,9 @@ class _Scan:
             return (states, c, done), y
 
         init_carry = (written, init) if runner is None else (written, init, jnp.int32(0))
-        final, ys = jax.lax.scan(body, init_carry, xs, length=self.length,
-                                 reverse=self.reverse, unroll=self.unroll)
+        loop = jax.lax.scan if runner is not None else STEP_SCAN[0]
+        final, ys = loop(body, init_carry, xs, length=self.length,
+                         reverse=self.reverse, unroll=self.unroll)
         write_state_values(sig.write_states, keep_weak_types(written, final[0]))
         return final[1], ys
 

@@ -13,6 +13,7 @@ from brainx.transform.core.arguments import no_function
 from brainx.transform.core.method_binding import bind_to_instance
 from brainx.transform.core.stateful import StatefulFunction, read_state_values, write_state_values
 from brainx.transform.remat.policies import checkpoint_with_policy, uses_state_names
+from brainx.transform.remat import ring_loops  # noqa: F401  (for_loop of a checkpointed step)
 from brainx.transform.remat.state_names import named_pure, state_paths
 
 __all__ = ["checkpoint", "remat", "CheckpointedFunction"]

@@ -32,6 +32,9 @@ from jax.custom_derivatives import SymbolicZero, custom_vjp_primal_tree_values
 from brainx.transform.remat.policies import checkpoint_with_policy
 from brainx.transform.control.segment_plan import SegmentPlan
 from brainx.transform.remat.remat_loops import take
+from brainx.transform.remat.ring_buffers import (
+    RingPlan, find_ring_plan, ring_backward, ring_forward, ring_leaf, wants_ring,
+)
 from brainx.transform.remat.treeverse import treeverse
 
 __all__ = ["vjp_scan", "vjp_while_loop"]
@@ -238,7 +241,8 @@ def _record(step, c0, length: int, stride: int, *, reverse: bool,
     return (c, ys), (starts, tail_start)
 
 
-def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unroll: int):
+def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unroll: int,
+                       ring: Optional[RingPlan] = None):
     """The reverse pass of :class:`Nested`: recurse through the segment plan.
 
     A leaf segment runs forward once keeping each step's VJP residuals (those
@@ -246,8 +250,15 @@ def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unrol
     them in reverse. ``unroll`` unrolls that last loop only: there XLA can merge
     the gradient updates of consecutive steps into one pass over each
     accumulator; unrolled forward loops ran slower on CPU and cost compile time.
+    With a ``ring`` plan (a checkpointed step with ring buffers) a leaf keeps each
+    step's carry instead, its buffers as overwritten windows, and recomputes the
+    step (:func:`~brainx.transform.remat.ring_buffers.ring_leaf`); a plan that is
+    one leaf was recorded on the forward pass (``kept``).
     """
-    varying, invariant = rev.split_residuals(c0)
+    if ring is not None and plan.is_leaf:
+        return ring_backward(ring, rev, kept, state, lambda j: (j, rev.index(j)), plan.length,
+                             unroll)
+    varying, invariant = (None, None) if ring is not None else rev.split_residuals(c0)
     # A residual that is the step's input slice itself is read again from xs, not stored.
     refetch: List[Optional[int]] = []
 
@@ -264,6 +275,8 @@ def _segments_backward(rev: _Reverser, plan: SegmentPlan, c0, kept, state, unrol
                 for m, f in zip(varying, refetch)]
 
     def node(p: SegmentPlan, c, o, state, kept=None, flip=False):
+        if p.is_leaf and ring is not None:
+            return ring_leaf(ring, rev, c, o, state, p.length, unroll)
         if p.is_leaf:
             _, stacked = lax.scan(lambda c, j: forward(c, o + j), c, jnp.arange(p.length))
 
@@ -329,16 +342,24 @@ def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, un
     x0 = None if xs is None else take(xs, 0)
     f, hoisted = _convert(body, consts, init, x0)
     plan = schedule.plan(length) if hasattr(schedule, "plan") else None  # Nested's
+    mode = wants_ring(schedule)
+    ring = None if mode is None else find_ring_plan(f, (consts, hoisted), init, x0,
+                                                    need_checkpoint=mode != "always")
+    if ring is not None:  # the step's checkpoints inlined: each step is recomputed once
+        f = ring.step
 
     stride = 0 if plan is None else plan.stride
 
     def forward(cs, c0, xs, keep=stride):
+        if keep == 0 and ring is not None and plan is not None and plan.is_leaf:
+            return ring_forward(ring, cs, c0, xs, length, reverse=reverse, monitor=monitor)
         return _record(lambda c, i: f(cs, c, take(xs, i)), c0, length, keep, reverse=reverse,
                        monitor=monitor)
 
     @jax.custom_vjp
     def loop(cs, c0, xs):  # not differentiated: keep nothing
-        return forward(cs, c0, xs, keep=0)[0]
+        return _record(lambda c, i: f(cs, c, take(xs, i)), c0, length, 0, reverse=reverse,
+                       monitor=monitor)[0]
 
     def loop_fwd(cs, c0, xs):
         masks = (_perturbed(cs), _perturbed(c0), _perturbed(xs))
@@ -353,7 +374,7 @@ def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, un
         rev = _Reverser(f, cs, c0, xs, ct_ys, masks, length, reverse, policy)
         state = rev.initial_state(ct_carry)
         if plan is not None:
-            state = _segments_backward(rev, plan, c0, kept, state, unroll)
+            state = _segments_backward(rev, plan, c0, kept, state, unroll, ring)
         else:
             state = treeverse(rev.advance, rev.reverse_at, c0, jnp.int32(length),
                               schedule.snapshots, state)
