@@ -60,7 +60,7 @@ def test_rows_are_the_compiled_gradients_and_match_jax(net, capsys):
     table = capsys.readouterr().out
     np.testing.assert_array_equal(V.value, jnp.full(N, 3.0))
     assert [r.name for r in report] == ["none", "per step", "binomial 2", "budget 20 KiB"]
-    assert "budget 20 KiB -> " in table and "max grad error" in table
+    assert "budget 20 KiB -> " in table and "max rel. grad error" in table
 
     reference = np.asarray(jax.jit(jax.grad(_raw_loss))(W.value, xs))
     for row in report[:3]:

@@ -13,9 +13,18 @@ column              what
 temp memory         XLA's temporary memory of the compiled gradient
                     (``memory_analysis().temp_size_in_bytes``)
 time                the median time of a call (after a first, warm-up call)
-max grad error      the largest difference of the gradient from the first
-                    strategy's (no remat by default), over every leaf
+max rel. grad       the largest difference of the gradient from the first
+error               strategy's (no remat by default), relative to that
+                    gradient's largest entry, over every leaf
 ==================  ============================================================
+
+The "no remat" row is a real no-remat program even when the step handed to the
+loop is already :func:`~brainx.transform.checkpoint` ed: ``NoRemat`` runs the
+step with its checkpoints inlined. Below the table, a line warns of each
+strategy that needs more memory than no remat, naming the states its reverse
+pass keeps (largest first, from :func:`~brainx.transform.saved_residuals`):
+usually a large state in the loop carry, such as a delay buffer kept at every
+segment start.
 
 So the function is written once, with plain ``checkpointed_for_loop(step,
 xs)`` calls (no ``checkpoint=``), and the report says what each strategy
@@ -25,10 +34,11 @@ states are put back afterwards.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import jax
 import numpy as np
@@ -42,6 +52,7 @@ from brainx.transform.remat.checkpoint_strategies import (
 )
 from brainx.transform.remat.default_strategy import KEY, default_strategy_reads
 from brainx.transform.remat.memory_budget import Budgeted
+from brainx.transform.remat.residuals import saved_residuals
 
 __all__ = ["memory_report", "MemoryReport", "MemoryRow", "default_strategies"]
 
@@ -60,6 +71,9 @@ class MemoryRow:
     seconds: float
     max_error: float
     chosen: Optional[CheckpointStrategy] = None
+    #: the states the reverse pass keeps, largest first, with their bytes (set for a row
+    #: that needs more memory than no remat)
+    kept_states: Tuple[Tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -92,12 +106,28 @@ class MemoryReport:
                           f"{r.temp_bytes / max(ref.temp_bytes, 1):.2f}x",
                           f"{r.seconds * 1e3:,.2f}", f"{r.seconds / ref.seconds:.2f}x",
                           f"{r.max_error:.1e}"))
-        head = ("strategy", "temp KiB", "memory", "ms / call", "time", "max grad error")
+        head = ("strategy", "temp KiB", "memory", "ms / call", "time", "max rel. grad error")
         widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(head)]
         line = lambda row: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                                      for i, (c, w) in enumerate(zip(row, widths)))
         return "\n".join([line(head), line(["-" * w for w in widths])]
-                         + [line(c) for c in cells])
+                          + [line(c) for c in cells] + self.warnings())
+
+    def warnings(self) -> List[str]:
+        """A line for each strategy that needs more memory than the no-remat row."""
+        base = next((r for r in self.rows if isinstance(r.strategy, NoRemat)), None)
+        if base is None:
+            return []
+        out = []
+        for r in self.rows:
+            if r.temp_bytes <= base.temp_bytes:
+                continue
+            kept = ", ".join(f"{name} ({b / 1024:,.1f} KiB)" for name, b in r.kept_states)
+            out.append(f"warning: {r.name} needs {r.temp_bytes / max(base.temp_bytes, 1):.2f}x "
+                       f"the memory of no remat; " + (
+                           f"its reverse pass keeps the states {kept}" if kept else
+                           "see print_saved_residuals for what it keeps"))
+        return out
 
     __str__ = table
 
@@ -146,6 +176,27 @@ def _named(strategies: Union[None, Mapping[str, Any], Sequence[Any]],
 
 def _leaves(tree: Any) -> List[np.ndarray]:
     return [np.asarray(x) for x in jax.tree.leaves(tree)]
+
+
+def _kept_states(fn: Callable, args: tuple, kwargs: dict, grad_kwargs: dict, strategy,
+                 top: int = 3) -> Tuple[Tuple[str, int], ...]:
+    """The states the gradient under ``strategy`` keeps, by bytes, the ``top`` largest."""
+    try:
+        with environ.context(**{KEY: strategy}), StateTraceStack("memory_report", restore=True):
+            report = saved_residuals(fn, *args, grad_states=grad_kwargs["grad_states"], **kwargs)
+    except Exception:  # noqa: BLE001  the table stands without the names
+        return ()
+    by_state: Dict[str, int] = {}
+    for r in report.of("state"):
+        by_state[r.origin] = by_state.get(r.origin, 0) + r.nbytes
+    return tuple(sorted(by_state.items(), key=lambda kv: -kv[1])[:top])
+
+
+def _relative_error(leaves: List[np.ndarray], ref: List[np.ndarray]) -> float:
+    """The largest ``|a - b|`` over the leaves, relative to the reference leaf's largest entry."""
+    errors = [float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), np.finfo(np.float32).tiny)
+              for a, b in zip(leaves, ref) if a.size]
+    return max(errors, default=0.0)
 
 
 def _measure(fn: Callable, args: tuple, kwargs: dict, grad_kwargs: dict, strategy, name: str,
@@ -214,7 +265,8 @@ def memory_report(fn: Callable, *args, grad_states: Any = None,
     -------
     MemoryReport
         Its rows (:class:`MemoryRow`: ``temp_bytes``, ``seconds``,
-        ``max_error``), by position or name.
+        ``max_error`` (relative to the reference gradient's largest entry),
+        ``kept_states``), by position or name; ``str()`` is the table with its warnings.
 
     Examples
     --------
@@ -243,11 +295,14 @@ def memory_report(fn: Callable, *args, grad_states: Any = None,
     for name, strategy in _named(strategies, memory_budget).items():
         temp, secs, leaves = _measure(fn, args, kwargs, grad_kwargs, strategy, name, repeats)
         ref = leaves if ref is None else ref
-        err = max((float(np.max(np.abs(a - b))) for a, b in zip(leaves, ref) if a.size),
-                  default=0.0)
         chosen = strategy.choice.strategy if isinstance(strategy, Budgeted) and \
             strategy.choice is not None else None
-        rows.append(MemoryRow(name, strategy, temp, secs, err, chosen))
+        rows.append(MemoryRow(name, strategy, temp, secs, _relative_error(leaves, ref), chosen))
+    base = next((r.temp_bytes for r in rows if isinstance(r.strategy, NoRemat)), None)
+    if base is not None:
+        rows = [dataclasses.replace(r, kept_states=_kept_states(fn, args, kwargs, grad_kwargs,
+                                                                 r.strategy))
+                if r.temp_bytes > base else r for r in rows]
     report = MemoryReport(rows)
     if verbose:
         print(report.table())
