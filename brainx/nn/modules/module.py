@@ -21,6 +21,7 @@ from brainx.nn.init import to_size
 from brainx.pretty_repr.layout import PrettyAttr
 from brainx.graph.node import Node
 from brainx.graph.walk import MAX_INT, iter_node, walk_tree
+from brainx.nn.modules.brainstate_objects import warn_real_brainstate_objects
 from brainx.state.state import State
 from brainx.state.trace import StateCatcher, catch_new_states
 from brainx.util.filter import Filter, to_predicate
@@ -316,6 +317,9 @@ def call_order(level: int = 0, check_order_boundary: bool = True) -> Callable[[C
     return mark
 
 
+_CALLERS = {"init_state": "init_all_states", "reset_state": "reset_all_states"}
+
+
 def _modules(target: Any, exclude=None) -> List[Tuple[str, Module]]:
     skip = to_predicate(exclude) if exclude is not None else (lambda path, m: False)
     # Children before parents: a parent's init_state may read its children's states.
@@ -347,6 +351,7 @@ def call_all_fns(target: Any, fn_name: str, args: Sequence[Any] | Any = (),
                          f"'warn', got {fn_if_not_exist!r}.")
     args = args if isinstance(args, tuple) else (args,)
     kwargs = dict(kwargs or {})
+    warn_real_brainstate_objects(target, _CALLERS.get(fn_name, f"call_all_fns({fn_name!r})"))
     ordered = []
     for path, module in _modules(target, node_to_exclude):
         fun = getattr(module, fn_name, None)
