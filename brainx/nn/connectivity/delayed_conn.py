@@ -63,6 +63,9 @@ class DelayedEventConn(Module):
     event : bool
         Spikes are events (``True``: bool, or floats whose ``> 0`` entries fire, each
         adding its weights once) or scale the weights (``False``: ``x @ W``, delayed).
+    input_unit : brainunit.Unit, optional
+        With ``event=False``: the unit of the input (the buffer holds the weights' unit
+        times it). Default: unitless.
     native : bool, optional
         Use the native kernel (``True``), the plain-JAX scatter-add (``False``), or
         choose: native on CPU where it builds (default).
@@ -77,8 +80,8 @@ class DelayedEventConn(Module):
     """
 
     def __init__(self, conn: DelayedCSR, release: bool = False, event: bool = True,
-                 native: Optional[bool] = None, param_type: type = ParamState,
-                 name: Optional[str] = None):
+                 input_unit: Optional[u.Unit] = None, native: Optional[bool] = None,
+                 param_type: type = ParamState, name: Optional[str] = None):
         super().__init__(name=name)
         if not isinstance(conn, DelayedCSR):
             raise TypeError(f"DelayedEventConn: conn must be a DelayedCSR, got "
@@ -88,6 +91,11 @@ class DelayedEventConn(Module):
         self.n_pre, self.n_post, self.nnz = conn.n_pre, conn.n_post, conn.nnz
         self.unit = conn.unit
         self.event, self.native = event, native
+        if event and input_unit is not None:
+            raise ValueError("DelayedEventConn: input_unit is for event=False (events have no "
+                             "unit: each adds its synapses' weights).")
+        self.input_unit = u.UNITLESS if input_unit is None else input_unit
+        self.current_unit = self.unit if event else self.unit * self.input_unit
         self.rows = _device_rows(conn, release)
         weights = jnp.array(conn.weights, jnp.float32, copy=True)
         if release:
@@ -102,7 +110,7 @@ class DelayedEventConn(Module):
     def init_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
         lead = () if batch_size is None else (int(batch_size),)
         zeros = lambda *s: u.maybe_decimal(u.Quantity(jnp.zeros(lead + s, jnp.float32),  # noqa: E731
-                                                      unit=self.unit))
+                                                      unit=self.current_unit))
         self.buffer = HiddenState(zeros(self.slots, self.n_post))
         self.arriving = HiddenState(zeros(self.n_post))
         self.step = HiddenState(jnp.zeros((), jnp.int32))
@@ -121,15 +129,27 @@ class DelayedEventConn(Module):
         Returns the next step's arrivals (what :meth:`current` reads next).
         """
         self._require_state()
-        x = u.get_mantissa(spikes)
+        x = self._input(spikes)
         buffer, arriving = deliver(u.get_mantissa(self.buffer.value), x,
                                    u.get_mantissa(self.weight.value), self.rows, self.step.value,
                                    event=self.event, native=self.native)
-        unit = self.unit if self.event else u.get_unit(spikes) * self.unit
+        unit = self.current_unit
         self.buffer.value = u.maybe_decimal(u.Quantity(buffer, unit=unit))
         self.arriving.value = u.maybe_decimal(u.Quantity(arriving, unit=unit))
         self.step.value = self.step.value + 1
         return self.arriving.value
+
+    def _input(self, x):
+        if self.event or not isinstance(x, u.Quantity):
+            if not self.event and not self.input_unit.is_unitless:
+                raise u.UnitMismatchError(f"DelayedEventConn: the input must be in units of "
+                                          f"{self.input_unit} (input_unit), got a plain array.")
+            return u.get_mantissa(x)
+        try:
+            return x.to_decimal(self.input_unit)
+        except Exception as err:
+            raise u.UnitMismatchError(f"DelayedEventConn: the input must be in units of "
+                                      f"{self.input_unit} (input_unit), got {x.unit}.") from err
 
     def _require_state(self) -> None:
         if not hasattr(self, "buffer"):

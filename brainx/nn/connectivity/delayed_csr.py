@@ -58,9 +58,10 @@ def delay_steps(delays: Any, dt: Any) -> np.ndarray:
     [1, 1, 15]
     """
     if isinstance(delays, u.Quantity) or isinstance(dt, u.Quantity):
-        ratio = u.get_magnitude(u.Quantity(delays) / u.Quantity(dt))
-    else:
-        ratio = np.asarray(delays, np.float64) / float(dt)
+        unit = u.get_unit(dt)
+        delays, dt = u.Quantity(delays).to_decimal(unit), u.Quantity(dt).to_decimal(unit)
+    # NEST's order: the delay times the steps per unit time (0.15 ms * 10 = 1.5 -> 2 steps)
+    ratio = np.asarray(delays, np.float64) * (1.0 / float(dt))
     steps = np.floor(np.asarray(ratio, np.float64) + 0.5)
     return steps.astype(smallest_delay_dtype(int(steps.max())) if steps.size else np.uint8)
 

@@ -216,7 +216,7 @@ def fixed_total_number_blocks(sizes_pre: Sequence[int], sizes_post: Sequence[int
 def _delays(rng, n, mean, sd, d_min, dt, dtype) -> np.ndarray:
     full = np.full(n, mean)
     d = _redrawn_normal(rng, full, np.full(n, sd), lambda v, i: v < d_min, np.float64)
-    steps = np.maximum(np.floor(d / dt + 0.5), 1)
+    steps = np.maximum(np.floor(d * (1.0 / dt) + 0.5), 1)     # NEST: ms * steps per ms
     if steps.max(initial=1) > np.iinfo(dtype).max:
         raise ValueError(f"fixed_total_number_blocks: a delay of {int(steps.max())} steps "
                          "(12 SD above its mean?) does not fit the delays' type.")

@@ -134,8 +134,8 @@ class DelayedRows:
         fallback and the derivative)."""
         if self._pre is None:
             counts = np.diff(np.asarray(self.indptr))
-            self._pre = jnp.repeat(jnp.arange(self.n_pre, dtype=jnp.int32), counts,
-                                   total_repeat_length=self.nnz)
+            with jax.ensure_compile_time_eval():        # a constant, even when first asked in a trace
+                self._pre = jnp.asarray(np.repeat(np.arange(self.n_pre, dtype=np.int32), counts))
         return self._pre
 
 
