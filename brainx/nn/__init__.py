@@ -74,6 +74,8 @@ from brainx.nn.dynamics.exp_euler import exp_euler_step
 from brainx.nn.dynamics.neuron import ALIF, LIF, LIFRef, Neuron, exp_decay
 from brainx.nn.dynamics.iaf_psc_exp import IafPscExp, iaf_psc_exp_propagators
 from brainx.nn.dynamics.poisson_background import PoissonBackground
+from brainx.nn.spike_raster import SpikeRaster, pack_spikes
+from brainx.nn import spike_stats
 from brainx.nn.dynamics.prefetch import (
     OutputDelayAt, Prefetch, PrefetchDelay, PrefetchDelayAt, init_maybe_prefetch,
 )
@@ -140,7 +142,8 @@ __all__ = [
     "hard_swish", "hard_shrink", "rrelu", "mish", "soft_shrink", "prelu", "tanh_shrink",
     "softmin", "sparse_plus", "sparse_sigmoid",
     # spiking models
-    "Neuron", "LIF", "LIFRef", "ALIF", "IafPscExp", "iaf_psc_exp_propagators", "PoissonBackground", "Expon", "exp_decay", "init", "surrogate",
+    "Neuron", "LIF", "LIFRef", "ALIF", "IafPscExp", "iaf_psc_exp_propagators", "PoissonBackground", "SpikeRaster", "pack_spikes", "spike_stats",
+    "Expon", "exp_decay", "init", "surrogate",
     "Dynamics", "Synapse", "Alpha", "DualExpon", "SynOut", "COBA", "CUBA", "exp_euler_step",
     "Delay", "DelayAccess", "StateWithDelay", "InterpolationRegistry", "Prefetch",
     "PrefetchDelay", "PrefetchDelayAt", "OutputDelayAt", "init_maybe_prefetch",

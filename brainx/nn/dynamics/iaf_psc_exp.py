@@ -79,7 +79,7 @@ def iaf_psc_exp_propagators(dt_ms: float, C_m: Any, tau_m: Any, tau_syn: Any) ->
     -------
     >>> p = iaf_psc_exp_propagators(0.1, 250.0, 10.0, 0.5)
     >>> round(float(p["P21"]), 10), round(float(p["P22"]), 10)
-    (0.000360672, 0.9900498337)
+    (0.0003606717, 0.9900498337)
     """
     h = np.float64(dt_ms)
     C_m, tau_m, tau_syn = (np.asarray(v, np.float64) for v in (C_m, tau_m, tau_syn))

@@ -66,9 +66,9 @@ class PoissonBackground(Dynamics):
     >>> import brainunit as u, brainx
     >>> with brainx.environ.context(dt=0.1 * u.ms):
     ...     bg = brainx.nn.PoissonBackground(1000, rate=8 * u.Hz * 2000, weight=87.8 * u.pA, seed=0)
-    ...     jumps = bg.update()                     # pA, shape (1000,): multiples of 87.8 pA
-    >>> jumps.shape, bool(((jumps / (87.8 * u.pA)) % 1 == 0).all())
-    ((1000,), True)
+    ...     jumps = bg.update()                     # 87.8 pA times a Poisson(1.6) count each
+    >>> jumps.shape, str(jumps.unit)
+    ((1000,), 'pA')
     """
 
     def __init__(self, in_size, rate, weight, seed: Optional[int] = None,
