@@ -94,14 +94,19 @@ def _out_degrees(rng, total: int, n_pre: int) -> np.ndarray:
     return rng.multinomial(total, np.full(n_pre, 1.0 / n_pre))
 
 
-def _redrawn_normal(rng, mean, sd, bad, dtype) -> np.ndarray:
-    """``mean + sd * N(0, 1)``, entries where ``bad(value, index)`` redrawn until none is."""
-    values = (mean + sd * rng.standard_normal(np.shape(mean))).astype(dtype)
-    redo = np.flatnonzero(bad(values, slice(None)))
-    while redo.size:
-        values[redo] = mean[redo] + sd[redo] * rng.standard_normal(redo.size)
-        redo = redo[bad(values[redo], redo)]
-    return values
+def _weights(rng, mean, sd, labels) -> np.ndarray:
+    """float32 ``N(mean, sd)`` of each synapse's pair, redrawn (not clipped) until its sign is
+    its mean's."""
+    w = rng.standard_normal(labels.size, dtype=np.float32)
+    w *= sd[labels]
+    w += mean[labels]
+    negative = mean < 0          # excitatory weights >= 0, inhibitory <= 0
+    wrong = np.flatnonzero(np.where(negative[labels], w > 0, w < 0))
+    while wrong.size:
+        lab = labels[wrong]
+        w[wrong] = mean[lab] + sd[lab] * rng.standard_normal(wrong.size, dtype=np.float32)
+        wrong = wrong[np.where(negative[lab], w[wrong] > 0, w[wrong] < 0)]
+    return w
 
 
 def fixed_total_number_blocks(sizes_pre: Sequence[int], sizes_post: Sequence[int], counts: Any,
@@ -147,7 +152,7 @@ def fixed_total_number_blocks(sizes_pre: Sequence[int], sizes_post: Sequence[int
     >>> conn = fixed_total_number_blocks([3, 2], [4], counts=[[5, 7]], weight_mean=[[1.0, -2.0]],
     ...                                  weight_sd=[[0.1, 0.2]], delay_mean=[1.5, 0.75],
     ...                                  delay_sd=[0.75, 0.375], dt=0.1, seed=1)
-    >>> conn.nnz, int(conn.indptr[3] - conn.indptr[0]), bool(np.all(conn.weights[conn.indptr[3]:] <= 0))
+    >>> conn.nnz, int(conn.indptr[3]), bool(np.all(conn.weights[conn.indptr[3]:] <= 0))
     (12, 5, True)
     """
     if isinstance(weight_mean, u.Quantity):
@@ -190,22 +195,25 @@ def fixed_total_number_blocks(sizes_pre: Sequence[int], sizes_post: Sequence[int
     shared = bool(np.all(w_sd == 0)) and np.unique(w_mean[counts > 0]).size <= 1
     weights = (np.float32(w_mean[counts > 0][0] if total else 0.0) if shared
                else np.empty(total, np.float32))
+    size_f, offset_f = sizes_post.astype(np.float64), post_offset[:-1].astype(np.float64)
+    w_mean32, w_sd32 = w_mean.astype(np.float32), w_sd.astype(np.float32)
     with _progress(total, progress) as bar:
         start = 0
         for x in range(shape[1]):
             for rows in _row_chunks(degrees[x]):
-                labels = np.repeat(np.tile(np.arange(shape[0], dtype=np.int16), rows.shape[0]),
+                # each row's synapses grouped by target population: labels in row order
+                labels = np.repeat(np.tile(np.arange(shape[0], dtype=np.intp), rows.shape[0]),
                                    rows.ravel())
                 end = start + labels.size
-                n_lab = sizes_post[labels]
-                targets[start:end] = (post_offset[labels]
-                                      + (rng.random(labels.size) * n_lab).astype(np.int64)
-                                      .clip(max=n_lab - 1))
+                # uniform targets of each synapse's population (float64: exact for int32 sizes)
+                pick = rng.random(labels.size)
+                pick *= size_f[labels]
+                pick += offset_f[labels]
+                np.minimum(pick, (post_offset[1:] - 1)[labels], out=pick)
+                targets[start:end] = pick
+                del pick
                 if not shared:
-                    mean = w_mean[labels, x]
-                    weights[start:end] = _redrawn_normal(
-                        rng, mean, w_sd[labels, x],
-                        lambda v, i, m=mean: np.where(m[i] >= 0, v < 0, v > 0), np.float32)
+                    weights[start:end] = _weights(rng, w_mean32[:, x], w_sd32[:, x], labels)
                 delays[start:end] = _delays(rng, labels.size, d_mean[x], d_sd[x], d_min, dt,
                                             delays.dtype)
                 bar.update(labels.size)
@@ -214,13 +222,22 @@ def fixed_total_number_blocks(sizes_pre: Sequence[int], sizes_post: Sequence[int
 
 
 def _delays(rng, n, mean, sd, d_min, dt, dtype) -> np.ndarray:
-    full = np.full(n, mean)
-    d = _redrawn_normal(rng, full, np.full(n, sd), lambda v, i: v < d_min, np.float64)
-    steps = np.maximum(np.floor(d * (1.0 / dt) + 0.5), 1)     # NEST: ms * steps per ms
-    if steps.max(initial=1) > np.iinfo(dtype).max:
-        raise ValueError(f"fixed_total_number_blocks: a delay of {int(steps.max())} steps "
-                         "(12 SD above its mean?) does not fit the delays' type.")
-    return steps.astype(dtype)
+    """Steps of ``N(mean, sd)`` delays redrawn below ``d_min``, rounded (NEST: ms * steps per
+    ms, halves up), at least one step."""
+    d = rng.standard_normal(n, dtype=np.float32)
+    d *= np.float32(sd)
+    d += np.float32(mean)
+    low = np.flatnonzero(d < d_min)
+    while low.size:
+        d[low] = mean + sd * rng.standard_normal(low.size, dtype=np.float32)
+        low = low[d[low] < d_min]
+    d *= np.float32(1.0 / dt)
+    d += np.float32(0.5)
+    top = float(d.max(initial=1.0))
+    if top >= np.iinfo(dtype).max + 1:
+        raise ValueError(f"fixed_total_number_blocks: a delay of {int(top)} steps (12 SD above "
+                         "its mean?) does not fit the delays' type.")
+    return np.maximum(d, 1.0, out=d).astype(dtype)        # positive: truncation is floor
 
 
 def _row_chunks(degrees: np.ndarray):
