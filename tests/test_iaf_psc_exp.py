@@ -72,10 +72,11 @@ def run_neuron(x, V0=-60.0, batch=None, **over):
                          t_ref=p["t_ref"] * u.ms, I_e=p["I_e"] * u.pA,
                          V_initializer=V0 * u.mV)
         nn.init_all_states(n)
+        step = brainx.transform.jit(lambda xj: (n.update(xj * u.pA), n.V.value.to_decimal(u.mV)))
         trace, spikes = [], []
         for j, xj in enumerate(x):
-            s = n.update(xj * u.pA)
-            trace.append(float(n.V.value.to_decimal(u.mV)[0]))
+            s, v = step(np.float32(xj))
+            trace.append(float(v[0]))
             if float(s[0]):
                 spikes.append(j)
     return np.array(trace), spikes
@@ -142,11 +143,14 @@ def test_separate_inhibitory_current_with_its_own_time_constant():
                                             V_reset=-65 * u.mV, I_e=300 * u.pA,
                                             V_initializer=-60 * u.mV))
         assert n.two_currents
-        got = []
-        for xj, yj in zip(x, x_in):
-            n.update(xj * u.pA, yj * u.pA)
-            got.append(float(n.V.value.to_decimal(u.mV)[0]))
-    assert np.max(np.abs(np.array(got) - want)) < 2e-4
+        @brainx.transform.jit
+        def run(xs, ys):
+            def step(xy):
+                n.update(xy[0] * u.pA, xy[1] * u.pA)
+                return n.V.value.to_decimal(u.mV)[0]
+            return brainx.transform.for_loop(step, jnp.stack([xs, ys], 1))
+        got = np.asarray(run(jnp.asarray(x, jnp.float32), jnp.asarray(x_in, jnp.float32)))
+    assert np.max(np.abs(got - want)) < 2e-4
 
 
 def test_compiled_step_is_plain_arithmetic():
@@ -175,8 +179,7 @@ def test_surrogate_gradient_of_the_subthreshold_trace_is_the_linear_map():
 
         def final_v(w):
             n.reset_state()
-            for xj in x:
-                n.update(w * xj)
+            brainx.transform.for_loop(lambda xj: n.update(w * xj), jnp.asarray(x, jnp.float32))
             return n.V.value.to_decimal(u.mV)[0]
 
         g = brainx.transform.grad(final_v)(jnp.float32(100.0))
@@ -210,8 +213,11 @@ def test_batch_and_plain_numbers_in_nest_units():
         n = nn.IafPscExp(4, tau_syn_ex=0.5, E_L=-65.0, V_th=-50.0, V_reset=-65.0, I_e=400.0)
         n.init_state(batch_size=3)
         assert n.V.value.shape == (3, 4) and n.V.value.unit == u.mV
-        out = [n.update(np.zeros((3, 4))) for _ in range(400)]
-    first = int(np.argmax(np.stack(out)[:, 0, 0]))
+        assert n.update(np.zeros((3, 4))).shape == (3, 4)          # one eager step
+        run = brainx.transform.jit(lambda: brainx.transform.for_loop(
+            lambda _: n.update(np.zeros((3, 4))), jnp.arange(399)))
+        out = np.asarray(run())
+    first = int(np.argmax(out[:, 0, 0])) + 1
     _, want = reference(np.zeros(400), -65.0, **dict(PARAMS, I_e=400.0))
-    assert np.stack(out)[first].all()
+    assert out[first - 1].all()
     assert first == want[0]
