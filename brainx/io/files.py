@@ -170,6 +170,10 @@ def save(path: str | os.PathLike, target: Any, *, environ: bool = False,
 
 def _read(path: str) -> Dict[str, Any]:
     header, intact = msgpack_stream.read(path)
+    if intact is False:  # first: a flipped bit may have changed the format tag or version
+        raise CheckpointError(f"brainx.io.load: {path!r} is damaged: its bytes differ from "
+                              f"what was saved (its CRC-32 does not match); {_damage(header)}. "
+                              "Nothing was loaded: load a backup, or save again.")
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise CheckpointError(f"brainx.io.load: {path!r} is not a brainx checkpoint "
                               "(no 'brainx.io' format tag).")
@@ -181,10 +185,6 @@ def _read(path: str) -> Dict[str, Any]:
         raise CheckpointError(f"brainx.io.load: {path!r} has lost its checksum (format version "
                               f"{version!r}, no 'crc32' entry): it is damaged or truncated. "
                               "Load a backup, or save again.")
-    if intact is False:
-        raise CheckpointError(f"brainx.io.load: {path!r} is damaged: its bytes differ from "
-                              f"what was saved (its CRC-32 does not match); {_damage(header)}. "
-                              "Nothing was loaded: load a backup, or save again.")
     return header
 
 
