@@ -26,6 +26,7 @@ from brainx.state.snapshots import TreefyState
 from brainx.graph.walk import (
     MAX_INT, graph_node_impl, is_container, iter_leaf, iter_node, node_children, walk_tree,
 )
+from brainx.state.known_paths import remember_paths
 from brainx.state.state import State
 from brainx.util.filter import Filter
 from brainx.util.mappings import FlattedDict, NestedDict, select
@@ -71,8 +72,9 @@ def states(node: Any, *filters: Filter,
     >>> {path: type(s).__name__ for path, s in found.items()}
     {'0.weight': 'ParamState', '1.h': 'HiddenState'}
     """
-    found = ((p, x) for p, x in walk_tree(node, allowed_hierarchy=allowed_hierarchy)
-             if isinstance(x, State))
+    found = [(p, x) for p, x in walk_tree(node, allowed_hierarchy=allowed_hierarchy)
+             if isinstance(x, State)]
+    remember_paths(node, found)   # so that an error about a state can name its path
     return _collect(found, filters)
 
 

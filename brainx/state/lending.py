@@ -56,6 +56,7 @@ from jax.core import Tracer
 
 from brainx.errors import TracerLeakError
 from brainx._jax.traces import alive_trace_ids
+from brainx.state.known_paths import describe_state
 
 __all__ = ["LENT", "lend", "check_lent", "transform_call", "call_depth", "lend_in_scope",
            "set_ended_write_policy", "set_raw_write_policy", "raw_write_refused"]
@@ -257,7 +258,7 @@ def check_lent(state: Any) -> Any:
         return entry[1]
     if _give_back_if_ended(state, entry) and not _CALLS.depth and _ENDED_WRITE[0] == "error":
         raise TracerLeakError(
-            f"{state!r} still held a tracer of a raw JAX transform that has ended (jax.jit, "
+            f"{describe_state(state)} still held a tracer of a raw JAX transform that has ended (jax.jit, "
             "jax.custom_vjp, jax.lax.scan, ...): code traced by it wrote the state and did not "
             "put the earlier value back. brainx has put back the value the state had before "
             "that write. Write states through brainx.transform.jit / scan / grad, or call "

@@ -48,6 +48,7 @@ from jax.core import Tracer
 from brainx.errors import StateTypeError, TracerLeakError
 from brainx._jax.traces import alive_trace_ids, current_trace, jax_is_tracing
 from brainx.state.hookable import HookableState
+from brainx.state.known_paths import describe_state
 from brainx.state.lending import LENT, lend as _lend, raw_write_refused
 from brainx.state.values import _Expired
 
@@ -110,7 +111,7 @@ def _check_leaves(state: HookableState, leaves: list, calls: Optional[int] = Non
     alive = alive_trace_ids()
     if any(id(t._trace) not in alive for t in foreign):
         raise TracerLeakError(
-            f"{state!r} was written with a JAX tracer outside any brainx transform, from a JAX "
+            f"{describe_state(state)} was written with a JAX tracer outside any brainx transform, from a JAX "
             "trace that is not running here. A raw JAX transform (jax.jit, jax.grad, jax.vmap, "
             "jax.lax.scan, ...) traced a function that writes this state; use "
             "brainx.transform.jit / grad / vmap / scan (or checkpoint) instead, which thread "
@@ -118,7 +119,7 @@ def _check_leaves(state: HookableState, leaves: list, calls: Optional[int] = Non
     if calls is not None and born_in is _NOWHERE and raw_write_refused(calls):
         # (a state made inside a raw transform lives in it: brainstate lets it take tracers)
         raise TracerLeakError(
-            f"{state!r} would hold a tracer of a raw JAX transform (jax.jit, jax.vmap, "
+            f"{describe_state(state)} would hold a tracer of a raw JAX transform (jax.jit, jax.vmap, "
             "jax.grad, ...) running outside every brainx transform: assigned by code it traces, "
             "or written back by a brainx transform called inside it. brainstate's rule refuses "
             "that (set by brainx.compat.install_as_brainstate; brainx's own rule lends the "

@@ -22,6 +22,7 @@ from brainx.pretty_repr.layout import PrettyAttr
 from brainx.graph.node import Node
 from brainx.graph.walk import MAX_INT, iter_node, walk_tree
 from brainx.nn.modules.brainstate_objects import warn_real_brainstate_objects
+from brainx.state.known_paths import remember_paths
 from brainx.state.state import State
 from brainx.state.trace import StateCatcher, catch_new_states
 from brainx.util.filter import Filter, to_predicate
@@ -169,7 +170,10 @@ class Module(Node, ParamDesc):
             Keyed by :class:`~brainx.util.DottedPath`: a path tuple
             (``("blocks", 0, "w")``) that prints and compares as ``"blocks.0.w"``.
         """
-        return _collect(walk_tree(self, allowed_hierarchy=allowed_hierarchy), State, filters)
+        found = [(p, x) for p, x in walk_tree(self, allowed_hierarchy=allowed_hierarchy)
+                 if isinstance(x, State)]
+        remember_paths(self, found)   # so that an error about a state can name its path
+        return _collect(found, State, filters)
 
     def nodes(self, *filters: Filter,
               allowed_hierarchy: Tuple[int, int] = (0, MAX_DEPTH)
@@ -368,4 +372,5 @@ def call_all_fns(target: Any, fn_name: str, args: Sequence[Any] | Any = (),
             fun(*args, **kwargs)
     for fun in sorted(ordered, key=lambda f: f.call_order):
         fun(*args, **kwargs)
+    remember_paths(target, ((p, x) for p, x in walk_tree(target) if isinstance(x, State)))
     return target

@@ -24,6 +24,7 @@ from jax.core import Tracer
 
 from brainx.errors import StateTypeError, TracerLeakError
 from brainx._jax.traces import alive_trace_ids
+from brainx.state.known_paths import describe_state
 from brainx.state.state import State
 from brainx.state.trace import TransformScope
 from brainx._jax.traces import current_trace
@@ -175,8 +176,9 @@ def _refuse_foreign_tracers(state: State, value: Any, alive: set, where: str) ->
     for leaf in ([value] if is_single_array(value) else jax.tree.leaves(value)):
         if isinstance(leaf, Tracer) and id(getattr(leaf, "_trace", None)) not in alive:
             raise TracerLeakError(
-                f"{state!r} was written inside a raw JAX transform (jax.jit, jax.checkpoint, "
-                f"jax.lax.scan / fori_loop / cond / while_loop, ...) called by {where}, and "
+                f"{describe_state(state)} was written inside a raw JAX transform (jax.jit, "
+                f"jax.checkpoint, jax.lax.scan / fori_loop / cond / while_loop, ...) called by "
+                f"{where}, and "
                 "still holds that transform's value after it ended: the raw transform cannot "
                 "hand the new value back to brainx. Use the brainx transform instead "
                 "(brainx.transform.jit, checkpoint, scan, for_loop, cond, while_loop), or "
