@@ -4,9 +4,11 @@ import threading
 
 import brainunit as u
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import brainx
 from brainx import environ
 
 
@@ -255,6 +257,7 @@ def test_host_device_count_refused_once_backends_started():
 _FRESH = """
 from jax._src import xla_bridge
 import brainx
+import brainx
 from brainx import environ
 assert not xla_bridge.backends_are_initialized(), "import started a backend"
 environ.set_host_device_count(3)
@@ -262,6 +265,7 @@ environ.set_platform("cpu")
 assert environ.get_platform() == "cpu" and environ.get_host_device_count() == 3
 assert not xla_bridge.backends_are_initialized(), "a setter started a backend"
 import jax
+import jax.numpy as jnp
 assert len(jax.devices()) == 3, jax.devices()
 try:
     environ.set_host_device_count(2)
@@ -364,3 +368,16 @@ def test_dtype_helpers_follow_the_precision(precision, f, i, u_, c):
             environ.dctype(env=env)) == (f, i, u_, c)
     with pytest.raises(ValueError, match="precision must be one of"):
         environ._get_float("nope")
+
+
+def test_set_refuses_a_traced_value_and_sets_nothing():
+    def f(x):
+        environ.set(gain=2.0, t=x)
+        return x
+
+    for transform_ in (brainx.transform.jit, jax.jit):
+        with pytest.raises(TypeError, match=r"set\(t=\.\.\.\) was given a traced value.*context"):
+            transform_(f)(jnp.ones(()))
+        assert environ.get("t", None) is None and environ.get("gain", None) is None
+    with brainx.environ.context(t=1.0):               # what the message says to do instead
+        assert float(brainx.transform.jit(lambda x: x * environ.get("t"))(jnp.ones(()))) == 1.0

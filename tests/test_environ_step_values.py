@@ -17,6 +17,7 @@ from jax import monitoring
 
 import brainx
 from brainx import environ, transform
+from brainx.environ.reads import PER_STEP
 from brainx.environ.step_values import UnsetStepValueError, is_per_step
 
 _COMPILES = [0]
@@ -74,7 +75,7 @@ def test_a_jitted_step_reading_t_compiles_once_and_matches_the_eager_step():
         with environ.context(t=i * 0.1):               # bit may differ from op by op)
             np.testing.assert_allclose(compiled[i - 1], step(xs), rtol=1e-6, atol=1e-7)
         h.value = compiled[i - 1]
-    assert "t" not in jitted._entries[()].env_reads      # not part of the key
+    assert jitted._entries[()].env_reads["t"] is PER_STEP  # an input: not keyed by its value
 
 
 def test_a_quantity_time_and_an_integer_index_are_inputs_too():
@@ -225,7 +226,7 @@ def test_an_array_setting_is_an_input_and_a_custom_key_can_be_made_one(per_step_
     values = [(jnp.arange(3.0) * k, float(k)) for k in range(2, 6)]
     n, outs = _compiles(lambda: [_call_at(lambda: jitted(x), drive=d, gain=g)
                                  for d, g in values])
-    assert n == 0 and not jitted._entries[()].env_reads
+    assert n == 0 and jitted._entries[()].env_reads == {"drive": PER_STEP, "gain": PER_STEP}
     for (d, g), out in zip(values, outs):
         np.testing.assert_array_equal(out, x * d + g)
 
@@ -257,7 +258,7 @@ def test_environ_all_inside_a_trace_gives_the_current_t():
     for t in (1.0, 5.0, -2.0):
         with environ.context(t=t):
             assert float(jitted()) == float(environ.all()["t"] * 2.0)
-    assert "t" not in jitted._entries[()].env_reads
+    assert jitted._entries[()].env_reads["t"] is PER_STEP
 
 
 # -- transforms: loops, vmap, grad, nested jit, shared methods, threads --------------------------
@@ -383,3 +384,18 @@ def test_threads_see_their_own_t():
     for t, outs in results.items():
         for out in outs:
             np.testing.assert_array_equal(out, np.full(2, t))
+
+
+# -- the setting's state is brainx's, not the program's (issue 42) ---------------------------
+def test_a_state_class_filter_in_vmap2_does_not_select_a_setting():
+    h = brainx.HiddenState(jnp.zeros(3))
+
+    def f(x):
+        h.value = h.value + x * environ.get("t")
+        return h.value
+
+    mapped = transform.vmap2(f, state_in_axes={0: brainx.State})
+    with environ.context(t=2.0):
+        out = mapped(jnp.arange(3.0))
+    np.testing.assert_allclose(out, np.arange(3.0) * 2.0)   # lane by lane: h[k] + x[k] * t
+    np.testing.assert_allclose(h.value, np.arange(3.0) * 2.0)

@@ -179,3 +179,174 @@ def test_the_settings_a_context_yields_inside_a_trace_are_read_as_looked_up():
             assert "trial" not in run._entries[()].env_reads
     with brainx.environ.context(gain=3.0):        # looked up: traced again
         np.testing.assert_allclose(run(jnp.float32(1.0)), 2 * eager(2.0) + eager(3.0))
+
+
+# -- a per-step setting follows the innermost context, whatever was traced first (issue 42) ----
+def _accumulator(key="t"):
+    """A state, the plain step adding the setting ``key`` to it, and its jit."""
+    acc = brainx.HiddenState(jnp.zeros(()))
+
+    def add():
+        acc.value = acc.value + brainx.environ.get(key)
+        return acc.value
+
+    return acc, add, transform.jit(add)
+
+
+def _loop_over_times(step, steps, key="t", scale=1.0):
+    """``step`` called in a for_loop body that sets ``key`` to each of ``steps`` times ``scale``.
+
+    (An integer step times a Python float is weakly typed, as a Python float ``t`` is: the
+    step's trace fits both, so only where the value comes from tells them apart.)
+    """
+    def body(i):
+        with brainx.environ.context(**{key: i * scale}):
+            return step()
+
+    return transform.for_loop(body, steps)
+
+
+def _eager_over_times(step, steps, key="t", scale=1.0):
+    """The reference: the plain step called once per value, step by step."""
+    outs = []
+    for i in steps:
+        with brainx.environ.context(**{key: i * scale}):
+            outs.append(np.asarray(step()))
+    return np.stack(outs)
+
+
+@pytest.mark.parametrize("global_t", [100.0, None])
+def test_a_step_traced_at_top_level_reads_the_loop_body_s_t(global_t):
+    acc, add, step = _accumulator()
+    if global_t is None:
+        with brainx.environ.context(t=100.0):
+            step()                                    # traced where t is set
+    else:
+        brainx.environ.set(t=global_t)
+    try:
+        if global_t is not None:
+            step()                                    # traced with the global t
+        acc.value = jnp.zeros(())
+        out = _loop_over_times(step, jnp.arange(4))
+        acc.value = jnp.zeros(())
+        expected = _eager_over_times(add, range(4))
+        np.testing.assert_allclose(out, expected)    # [0, 1, 3, 6]
+        if global_t is not None:                      # and the global t again at top level
+            before = float(acc.value)
+            np.testing.assert_allclose(step(), before + global_t)
+    finally:
+        brainx.environ.pop("t", None)
+
+
+def test_an_array_setting_follows_the_loop_body_s_context():
+    acc = brainx.HiddenState(jnp.zeros(2))
+
+    def add():
+        acc.value = acc.value + brainx.environ.get("drive")
+        return acc.value
+
+    step = transform.jit(add)
+    with brainx.environ.context(drive=jnp.asarray([100.0, 100.0])):
+        step()
+    drives = np.stack([np.arange(4.0), -np.arange(4.0)], axis=1).astype(np.float32)
+    acc.value = jnp.zeros(2)
+    out = _loop_over_times(step, jnp.asarray(drives), key="drive")
+    acc.value = jnp.zeros(2)
+    np.testing.assert_allclose(out, _eager_over_times(add, jnp.asarray(drives), key="drive"))
+
+
+def test_reads_before_and_after_a_context_in_the_body_see_the_outer_t():
+    acc, add, step = _accumulator()
+
+    def body(i):
+        a = step()                                    # the t around the loop
+        with brainx.environ.context(t=i * 1.0):
+            b = step()                                # the body's t
+        return a, b, step()                           # the t around the loop again
+
+    def eager():
+        outs = []
+        for i in range(3):
+            a = add()
+            with brainx.environ.context(t=i * 1.0):
+                b = add()
+            outs.append((a, b, add()))
+        return [np.stack(x) for x in zip(*outs)]
+
+    for first in ("top", "body"):
+        acc.value = jnp.zeros(())
+        with brainx.environ.context(t=10.0):
+            if first == "top":
+                step()
+                acc.value = jnp.zeros(())
+            out = transform.for_loop(body, jnp.arange(3))
+            acc.value = jnp.zeros(())
+            expected = eager()
+        for o, e in zip(out, expected):
+            np.testing.assert_allclose(o, e)
+
+
+def _halving_sum(steps, scale=1.0):
+    """The reference of ``acc = acc * 0.5 + t`` over ``t = i * scale``, step by step."""
+    ref, out = 0.0, []
+    for i in steps:
+        ref = ref * 0.5 + i * scale
+        out.append(ref)
+    return out
+
+
+def test_a_loop_under_an_outer_jit_reads_the_body_s_t():
+    acc = brainx.HiddenState(jnp.zeros(()))
+
+    @transform.jit
+    def tick():
+        acc.value = acc.value * 0.5 + brainx.environ.get("t")
+        return acc.value
+
+    with brainx.environ.context(t=100.0):
+        tick()
+    acc.value = jnp.zeros(())
+    run = transform.jit(lambda steps: _loop_over_times(tick, steps))
+    np.testing.assert_allclose(run(jnp.arange(1, 5)), _halving_sum(range(1, 5)))
+
+
+def test_instances_sharing_a_trace_read_the_body_s_t():
+    class Clock(brainx.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.acc = brainx.HiddenState(jnp.zeros(()))
+
+        @transform.jit
+        def tick(self):
+            self.acc.value = self.acc.value * 0.5 + brainx.environ.get("t")
+            return self.acc.value
+
+    a, b = Clock(), Clock()
+    with brainx.environ.context(t=100.0):
+        a.tick()                                      # b may run a's trace: shared
+    out = _loop_over_times(b.tick, jnp.arange(1, 5))
+    np.testing.assert_allclose(out, _halving_sum(range(1, 5)))
+    with brainx.environ.context(t=100.0):             # a, at top level, still reads the global t
+        np.testing.assert_allclose(a.tick(), 100.0 * 0.5 + 100.0)
+
+
+@pytest.mark.counts_traces
+def test_the_top_level_trace_is_kept_for_top_level_calls():
+    traces = []
+    acc = brainx.HiddenState(jnp.zeros(()))
+
+    @transform.jit
+    def step():
+        traces.append(1)
+        acc.value = acc.value + brainx.environ.get("t")
+        return acc.value
+
+    for t in (1.0, 2.0):
+        with brainx.environ.context(t=t):
+            step()
+    _loop_over_times(step, jnp.arange(3))             # the body's own t: a trace there
+    for t in (3.0, 4.0):
+        with brainx.environ.context(t=t):
+            step()
+    assert len(traces) == 2 and float(acc.value) == 1 + 2 + (0 + 1 + 2) + 3 + 4
+    assert not any(e.holds_tracers() for e in step._parked.get((), []))

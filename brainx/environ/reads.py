@@ -17,7 +17,10 @@ traced under ``context(fit=True)`` must not run as in training under
 Only the global environment is tracked; an ``EnvironmentState`` passed as
 ``env=`` is the program's own object, read like any Python value. The
 per-step settings (``t``, ``i``, array values: :mod:`brainx.environ.step_values`)
-are not recorded: the trace takes them as inputs.
+are recorded as :data:`PER_STEP`, not by value: the trace takes them as inputs,
+and is reused wherever the value comes from outside every trace in progress
+(not where a ``context`` opened inside an enclosing trace sets the key: see
+:func:`shadowed`).
 """
 
 from __future__ import annotations
@@ -28,14 +31,19 @@ from typing import Any, Dict, Hashable, Iterator, Mapping, Tuple
 
 from brainx.util.equality import same_value
 
-__all__ = ["VERSION", "changed", "recording", "record", "replay", "shadow", "unshadow",
-           "same_setting", "shadowed", "snapshot"]
+__all__ = ["VERSION", "PER_STEP", "changed", "recording", "record", "replay", "shadow",
+           "unshadow", "same_setting", "shadowed", "snapshot", "per_step_reads"]
 
 #: Grows whenever a global setting may have changed (compared by compiled calls).
 VERSION = [0]
 
 _NOT_SET = ("<not set>",)  # what a read of an unset key saw
 _LOCAL = ("<set inside the trace>",)  # a key a context opened inside the trace sets
+#: What a trace that took a per-step setting as an input read: the value comes in at each
+#: call, from the settings around it. The trace is valid only where no ``context`` opened
+#: inside an enclosing trace sets the key (there the value is that trace's own, not an input).
+PER_STEP = ("<an input at each call>",)
+_NO_READ = object()  # (shadow) the trace had not read the key
 
 
 class _Recorders(threading.local):
@@ -60,22 +68,26 @@ def record(key: Hashable, value: Any) -> None:
 def shadow(keys: Any) -> list:
     """A ``context`` opened inside a trace sets ``keys``: reads of them there depend on nothing outside.
 
+    Marks the keys in every trace in progress, also where the trace read
+    them before (that read is kept and comes back when the context closes).
     Returns what to give :func:`unshadow` when the context closes.
     """
     marked = []
     for reads in _RECORDERS.stack:
         for key in keys:
-            if key not in reads:
-                reads[key] = _LOCAL
-                marked.append((reads, key))
+            marked.append((reads, key, reads.get(key, _NO_READ)))
+            reads[key] = _LOCAL
     return marked
 
 
 def unshadow(marked: list) -> None:
     """The context of :func:`shadow` closed: later reads of its keys are the outside's again."""
-    for reads, key in marked:
+    for reads, key, before in reversed(marked):
         if reads.get(key) is _LOCAL:
-            del reads[key]
+            if before is _NO_READ:
+                del reads[key]
+            else:
+                reads[key] = before
 
 
 def shadowed(key: Hashable) -> bool:
@@ -110,8 +122,30 @@ def recording() -> Iterator[Dict[Hashable, Any]]:
     _RECORDERS.stack.append(reads)
     try:
         yield reads
+    except BaseException as error:
+        _note_per_step_reads(error, reads)
+        raise
     finally:
         _RECORDERS.stack.pop()
+
+
+def _note_per_step_reads(error: BaseException, reads: Mapping[Hashable, Any]) -> None:
+    """Keep on ``error`` the per-step settings the failed trace took as inputs (innermost first)."""
+    keys = tuple(k for k, v in reads.items() if v is PER_STEP)
+    if keys and not hasattr(error, "_brainx_per_step_reads"):
+        try:
+            error._brainx_per_step_reads = keys
+        except AttributeError:  # pragma: no cover - an exception type without a __dict__
+            pass
+
+
+def per_step_reads(error: BaseException) -> Tuple[Hashable, ...]:
+    """The per-step settings the trace that raised ``error`` had taken as inputs (tracers).
+
+    What a hint on a Python ``if`` over a traced value names: ``if environ.get("t") > 5``
+    inside ``jit`` fails on such an input.
+    """
+    return getattr(error, "_brainx_per_step_reads", ())
 
 
 def same_setting(a: Any, b: Any) -> bool:

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional, Tuple
 
+import jax
 import numpy as np
 
 from brainx.state.trace import _THREAD
@@ -52,6 +53,21 @@ def _validate(key: Hashable, value: Any) -> Any:
         if not positive:
             raise ValueError(f"dt must be positive, got {value!r}.")
     return value
+
+
+def _refuse_traced(key: Hashable, value: Any) -> None:
+    """Refuse to store a value of a trace in progress: the setting would outlive the trace."""
+    try:
+        leaves = jax.tree.leaves(value)
+    except Exception:  # pragma: no cover - a value JAX cannot flatten holds no tracer
+        return
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        raise TypeError(
+            f"brainx.environ.set({key}=...) was given a traced value (a JAX tracer of the "
+            f"function being transformed): the setting would keep it after the trace ends. "
+            f"Inside a transformed function set it for a block, "
+            f"`with brainx.environ.context({key}=...):`, or set a concrete value outside. "
+            f"Nothing was set.")
 
 
 def _changed(env: EnvironmentState, key: Hashable, value: Any) -> None:
@@ -94,6 +110,8 @@ def set(platform: Optional[str] = None, host_device_count: Optional[int] = None,
     if dt is not None:
         kwargs[DT] = dt
     kwargs = {key: _validate(key, value) for key, value in kwargs.items()}
+    for key, value in kwargs.items():
+        _refuse_traced(key, value)
     if platform is not None:
         set_platform(platform)
     if host_device_count is not None:
@@ -182,6 +200,7 @@ def get(key: Hashable, default: Any = _MISSING, desc: Optional[str] = None, *,
     value = _lookup(env, key)
     if env is GLOBAL_ENV and reads._RECORDERS.stack:  # a trace in progress depends on it
         if _step_input(key, value):
+            reads.record(key, reads.PER_STEP)  # valid where the value comes from outside
             return step_values.traced_value(key)  # an input of the trace, not in its key
         reads.record(key, reads._NOT_SET if value is _UNSET else value)
     if value is not _UNSET:
@@ -226,9 +245,20 @@ def _step_input(key: Hashable, value: Any) -> bool:
 
 
 def settings_unchanged(read: Any) -> bool:
-    """Whether the global settings a trace read (a dict, or snapshot pairs) still hold those values."""
+    """Whether the global settings a trace read (a dict, or snapshot pairs) still hold those values.
+
+    A per-step setting the trace took as an input (:data:`~brainx.environ.reads.PER_STEP`)
+    holds wherever its value comes from outside every trace in progress; where a
+    ``context`` opened inside an enclosing trace sets it (a loop body's
+    ``with environ.context(t=t):``), the value is that trace's own and the
+    trace must be made again there.
+    """
     pairs = read.items() if isinstance(read, dict) else read
     for key, value in pairs:
+        if value is reads.PER_STEP:
+            if reads.shadowed(key):
+                return False
+            continue
         now = _lookup(GLOBAL_ENV, key)
         if not reads.same_setting(value, reads._NOT_SET if now is _UNSET else now):
             return False
@@ -256,6 +286,7 @@ def all(*, env: Optional[EnvironmentState] = None) -> Dict[Hashable, Any]:
     if env is GLOBAL_ENV and reads._RECORDERS.stack:
         for key, value in out.items():
             if _step_input(key, value):
+                reads.record(key, reads.PER_STEP)
                 out[key] = step_values.traced_value(key)
             else:
                 reads.record(key, value)

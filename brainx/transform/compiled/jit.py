@@ -15,7 +15,7 @@ from brainx.transform.core import cache_check
 from brainx.transform.core.arguments import no_function
 from brainx.transform.core.method_binding import bind_to_instance
 from brainx.transform.compiled.call_codegen import make_fast_call
-from brainx.transform.compiled.jit_entry import JitEntry
+from brainx.transform.compiled.jit_entry import JitEntry, trace_holds_tracers
 from brainx.transform.compiled.shared_traces import InstanceSharing
 from brainx.transform.compiled.static_hint import (
     CONCRETIZATION_ERRORS, add_non_array_hint, add_static_hint,
@@ -116,7 +116,7 @@ class JittedFunction:
         if entry is not None and not held and entry.revalidate(sig):
             self._install_fast_call(key, entry)  # the same computation: nothing to compile
             return entry
-        if sharing is not None:
+        if sharing is not None and not trace_holds_tracers(sig.trace):  # (else: only valid in here)
             shared = sharing.register(self, key, dyn_args, dyn_kwargs, sig)
             if shared is not None:
                 shared.prime(dyn_args, dyn_kwargs)
@@ -128,6 +128,8 @@ class JittedFunction:
     def _park(self, key, entry: JitEntry) -> None:
         """Set aside an entry traced under other settings (``brainx.environ``) for when they return."""
         self._entries.pop(key, None)
+        if entry.holds_tracers():  # traced inside a trace that has ended: never valid again
+            return
         parked = self._parked.setdefault(key, [])
         if entry not in parked:
             parked.append(entry)

@@ -236,6 +236,11 @@ class JitEntry:
         self.env_version[0] = env_reads.VERSION[0]
         return True
 
+    def holds_tracers(self) -> bool:
+        """Whether a trace of it closes over an enclosing trace's values (a tracer constant, or a
+        setting a ``context`` opened inside that trace set): it is valid only inside that trace."""
+        return any(trace_holds_tracers(trace) for trace, _, _ in self.plans)
+
     def add(self, sig: StateSignature) -> None:
         """Keep one more trace (see :meth:`fits`)."""
         self.env_reads.update(sig.trace.env_reads)
@@ -327,6 +332,12 @@ class JitEntry:
         if self.static:
             values = [as_input(v) for v in values]
         return values
+
+
+def trace_holds_tracers(trace: Any) -> bool:
+    """Whether ``trace`` closes over values of an enclosing trace (constants or settings read)."""
+    return any(isinstance(x, jax.core.Tracer)
+               for x in (*trace.consts, *jax.tree.leaves([v for _, v in trace.env_reads])))
 
 
 def _plan_states(local: tuple, own: tuple, states: tuple, write_states: tuple) -> tuple:

@@ -33,6 +33,7 @@ from brainx.state.trace import StateTraceStack
 from brainx.transform.core.value_types import (
     cast_like, describe_type, has_weak_leaf, keep_weak_types, promote_weak, same_type,
 )
+from brainx.transform.compiled.static_hint import with_loop_hint
 from brainx.transform.control.segment_plan import SegmentPlan
 from brainx.transform.control.loop_cache import run_compiled_once
 from brainx.transform.control.progress_bar import ProgressBar, as_progress_bar
@@ -264,8 +265,8 @@ def _run_scan(kind: str, f: Callable, init, xs, length: Optional[int], reverse: 
     if jit_disabled():
         return _python_scan(kind, f, init, xs, length, reverse, bar)
     return run_compiled_once(
-        [f], (kind, length, bool(reverse), unroll, bar_key) + options,
-        lambda funs: make(kind, funs[0], length, reverse, unroll, bar, *options), init, xs)
+        [f], (kind, length, bool(reverse), unroll, bar_key) + options, lambda funs: with_loop_hint(
+            kind, f, make(kind, funs[0], length, reverse, unroll, bar, *options)), init, xs)
 
 
 def scan(f: Callable[[Carry, X], Tuple[Carry, Y]], init: Carry, xs: X,
@@ -503,8 +504,8 @@ def _run_while(kind: str, cond_fun: Callable, body_fun: Callable, init_val,
         if max_steps is not None:
             max_steps -= steps
     return run_compiled_once([cond_fun, body_fun], (kind, max_steps, base),
-                             lambda funs: _While(kind, funs[0], funs[1], max_steps, base),
-                             init_val)
+                             lambda funs: with_loop_hint(kind, body_fun, _While(
+                                 kind, funs[0], funs[1], max_steps, base)), init_val)
 
 
 def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_val: T) -> T:

@@ -35,6 +35,7 @@ from typing import Any, Callable, Dict, Hashable, Iterable, List, Optional, Sequ
 
 import jax
 
+from brainx.environ.step_values import SettingState
 from brainx.errors import BatchAxisError
 from brainx._jax.traces import current_trace, owned_traces
 from brainx.random.state import RandomState
@@ -55,12 +56,20 @@ _UNSET = object()
 
 
 def _axis_filters(spec: Any) -> List[Tuple[Optional[int], Callable]]:
-    """``[(axis, predicate)]`` from ``None``, a filter, or ``{axis: filter}``."""
+    """``[(axis, predicate)]`` from ``None``, a filter, or ``{axis: filter}``.
+
+    A filter never selects the state behind a per-step setting (``brainx.environ``'s ``t``):
+    it is brainx's, not the program's, and follows the environment.
+    """
     if spec is None:
         return []
     if isinstance(spec, dict):
-        return [(axis, to_predicate(f)) for axis, f in spec.items()]
-    return [(0, to_predicate(spec))]
+        return [(axis, _program_states(to_predicate(f))) for axis, f in spec.items()]
+    return [(0, _program_states(to_predicate(spec)))]
+
+
+def _program_states(select: Callable) -> Callable:
+    return lambda path, state: not isinstance(state, SettingState) and select(path, state)
 
 
 class _ScatterNeeded(Exception):
