@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence, Union
 
+import warnings
+
 import brainunit as u
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -81,11 +84,7 @@ class Param(Module):
         self.reg = reg
         self.precompute = precompute
         self.fit = fit
-        unconstrained = t.inverse(u.math.asarray(value, dtype=float))
-        if not np.all(np.isfinite(np.asarray(u.get_mantissa(unconstrained)))):
-            raise ValueError(f"{type(self).__name__}: the initial value {value!r} is outside "
-                             f"the range of {t!r} (its inverse is not finite); give a value "
-                             f"strictly inside the range.")
+        unconstrained = _unconstrained(t, u.math.asarray(value, dtype=float), type(self).__name__)
         self.val = ParamState(unconstrained) if fit else unconstrained
 
     #: attributes the repr leaves out: the cache and what computes it
@@ -217,6 +216,47 @@ class Param(Module):
                 raise ValueError(f"Param.init: a value of shape {got} does not broadcast to "
                                  f"the size {size}.") from None
         return data
+
+
+def _unconstrained(t: Transform, value: Any, who: str):
+    """``t.inverse(value)``, with a value on the bound of ``t``'s range nudged just inside.
+
+    brainstate stores the infinite inverse of a value on the bound (``SigmoidT(0, 1)`` given
+    1.0): its gradient is NaN from the first step. brainx moves each such element towards the
+    inside of the range, by one step of its dtype and then by growing fractions of its distance
+    to ``t.forward(0)``, until the inverse is finite, and warns. A value outside the range
+    (its inverse NaN even so) is refused. A traced value (a model built inside ``jax.grad``)
+    is not checked: its inverse is taken as it is.
+    """
+    x = t.inverse(value)
+    x_m = u.get_mantissa(x)
+    if isinstance(x_m, jax.core.Tracer) or isinstance(u.get_mantissa(value), jax.core.Tracer):
+        return x
+    bad = ~np.isfinite(np.asarray(x_m))
+    if not bad.any():
+        return x
+    unit = u.get_unit(value)
+    y = np.array(u.get_mantissa(value), copy=True)
+    inside = t.forward(jnp.zeros(y.shape, y.dtype))
+    inside = np.broadcast_to(np.asarray(u.get_mantissa(
+        inside.in_unit(unit) if isinstance(inside, u.Quantity) else inside), y.dtype), y.shape)
+    nudged, still = y, bad
+    for step in (None, 1e-7, 1e-6, 1e-5, 1e-4):         # float16 and rounding need more
+        moved = (np.nextafter(y, inside) if step is None
+                 else y + (inside - y) * np.asarray(step, y.dtype))
+        nudged = np.where(still, moved, nudged)
+        x = t.inverse(nudged if unit.is_unitless else u.Quantity(nudged, unit=unit))
+        still = ~np.isfinite(np.asarray(u.get_mantissa(x)))
+        if not still.any():
+            break
+    else:
+        raise ValueError(f"{who}: the initial value {value!r} is outside the range of {t!r} "
+                         f"(its inverse is not finite); give a value inside the range.")
+    warnings.warn(f"{who}: {int(bad.sum())} element(s) of the initial value lie on the bound "
+                  f"of {t!r}, where its inverse is infinite; they were moved just inside "
+                  f"(to {nudged[bad].ravel()[:3].tolist()}...), so that the parameter can be "
+                  f"trained (brainstate stores the infinite value).", UserWarning, stacklevel=3)
+    return x
 
 
 class Const(Param):

@@ -31,7 +31,7 @@ import brainunit as u
 import jax
 import jax.numpy as jnp
 
-from brainx.nn.params.param_transforms import Transform, _sum_last
+from brainx.nn.params.param_transforms import Transform, _any_known, _sum_last
 
 __all__ = ["ReluT", "ScaledSigmoidT", "PowerT", "MaskedT", "SimplexT", "UnitVectorT", "OrderedT"]
 
@@ -74,7 +74,7 @@ class ScaledSigmoidT(Transform):
         self.lower = lower
         self.width = upper - lower
         self.beta = beta
-        if jnp.any(u.get_mantissa(self.width) <= 0):
+        if _any_known(lambda w: w <= 0, self.width):
             raise ValueError(f"ScaledSigmoidT: lower must be below upper, got lower={lower!r}, "
                              f"upper={upper!r}.")
         if beta <= 0:

@@ -35,6 +35,7 @@ from typing import Any
 import brainunit as u
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from brainx.pretty_repr.layout import PrettyAttr, PrettyType, pretty_str, render
 
@@ -64,6 +65,16 @@ def _in_unit(y, unit):
     if unit.is_unitless:
         return u.get_mantissa(y) if isinstance(y, u.Quantity) else jnp.asarray(y)
     return u.Quantity(y).to_decimal(unit)
+
+
+def _any_known(predicate, x) -> bool:
+    """Whether ``predicate`` holds for any element of a concrete ``x`` (False for a tracer).
+
+    Checked with NumPy: bounds written as constants inside a jit trace stay constants (jnp
+    would trace the test); bounds that are tracers are not checked.
+    """
+    x = u.get_mantissa(x)
+    return not isinstance(x, jax.core.Tracer) and bool(np.any(predicate(np.asarray(x))))
 
 
 class Transform:
@@ -232,7 +243,7 @@ class SigmoidT(Transform):
     def __init__(self, lower: Any, upper: Any):
         self.lower = lower
         self.width = upper - lower
-        if jnp.any(u.get_mantissa(self.width) <= 0):
+        if _any_known(lambda w: w <= 0, self.width):
             raise ValueError(f"{type(self).__name__}: lower must be below upper, got "
                              f"lower={lower!r}, upper={upper!r}.")
 
@@ -313,7 +324,7 @@ class AffineT(Transform):
     """
 
     def __init__(self, scale: Any, shift: Any):
-        if jnp.any(u.get_mantissa(scale) == 0):
+        if _any_known(lambda s: s == 0, scale):
             raise ValueError(f"AffineT: scale must be non-zero to be invertible, got {scale!r}.")
         self.scale = scale
         self.shift = shift
