@@ -131,6 +131,16 @@ def test_blocks_delays_discretized_truncated_normal():
         assert stats.chisquare(f_obs, f_exp).pvalue > ALPHA
 
 
+def test_blocks_seeded_independent_of_threads(monkeypatch):
+    from brainx.nn.connectivity import fixed_total
+    a = block_network(seed=11)[0]
+    monkeypatch.setattr(fixed_total, "_threads", lambda: 1)
+    b = block_network(seed=11)[0]
+    for name in ("indptr", "targets", "delays", "weights"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert not np.array_equal(a.targets, block_network(seed=12)[0].targets)
+
+
 def test_blocks_shared_weight_is_one_scalar():
     conn = fixed_total_number_blocks([10], [10], [[100]], [[2.0]], [[0.0]], [1.0], [0.2],
                                      dt=0.1, seed=0)

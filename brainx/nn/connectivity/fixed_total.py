@@ -19,7 +19,9 @@ totals ``counts[y, x]`` between source populations ``x`` and target populations
 ``y``, every synapse with a weight (normal, redrawn until its sign is right) and a
 delay (normal, redrawn below a minimum, rounded to the step) drawn from its
 pair's parameters, written chunk by chunk into the final arrays (the cortical
-microcircuit: 300 M synapses in one CSR, with a progress bar).
+microcircuit: 300 M synapses in one CSR, with a progress bar). The chunks run on
+up to four threads (NumPy's generators and ufuncs release the GIL), each with its
+own generator spawned from the seed, so the result depends on the seed alone.
 
 Examples
 --------
@@ -33,6 +35,8 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, Sequence, Tuple
 
 import brainunit as u
@@ -92,6 +96,56 @@ def _out_degrees(rng, total: int, n_pre: int) -> np.ndarray:
     if n_pre == 0:
         return np.zeros(0, np.int64)
     return rng.multinomial(total, np.full(n_pre, 1.0 / n_pre))
+
+
+class _Arrays:
+    """The result, filled chunk by chunk (disjoint slices, one thread each)."""
+
+    def __init__(self, targets, delays, weights):
+        self.targets, self.delays, self.weights = targets, delays, weights
+
+
+class _Pairs:
+    """Each population pair's parameters, as the chunks read them."""
+
+    def __init__(self, sizes_post, w_mean, w_sd, d_mean, d_sd, d_min, dt, shared):
+        self.size_f = sizes_post.astype(np.float64)
+        edges = np.concatenate([[0], np.cumsum(sizes_post)])
+        self.offset_f, self.last = edges[:-1].astype(np.float64), edges[1:] - 1
+        self.w_mean, self.w_sd, self.d_mean, self.d_sd = w_mean, w_sd, d_mean, d_sd
+        self.d_min, self.dt, self.shared = d_min, dt, shared
+
+
+def _threads() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _seed_entropy(seed):
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(0, 2 ** 63))
+    return seed
+
+
+def _fill(out: _Arrays, pair: _Pairs, x: int, rows: np.ndarray, start: int,
+          seed: np.random.SeedSequence) -> int:
+    """Draw the synapses of a block of consecutive rows of source population ``x``."""
+    rng = np.random.default_rng(seed)
+    # each row's synapses grouped by target population: labels in row order
+    labels = np.repeat(np.tile(np.arange(rows.shape[1], dtype=np.intp), rows.shape[0]),
+                       rows.ravel())
+    end = start + labels.size
+    # uniform targets in each synapse's population (float64: exact for int32 sizes)
+    pick = rng.random(labels.size)
+    pick *= pair.size_f[labels]
+    pick += pair.offset_f[labels]
+    np.minimum(pick, pair.last[labels], out=pick)
+    out.targets[start:end] = pick
+    del pick
+    if not pair.shared:
+        out.weights[start:end] = _weights(rng, pair.w_mean[:, x], pair.w_sd[:, x], labels)
+    out.delays[start:end] = _delays(rng, labels.size, pair.d_mean[x], pair.d_sd[x], pair.d_min,
+                                    pair.dt, out.delays.dtype)
+    return labels.size
 
 
 def _weights(rng, mean, sd, labels) -> np.ndarray:
@@ -180,9 +234,9 @@ def fixed_total_number_blocks(sizes_pre: Sequence[int], sizes_post: Sequence[int
                      f"fixed_total_number_blocks, pair (target {y}, source {x})")
     dt = float(dt)
     d_min = 0.5 * dt if delay_min is None else float(delay_min)
-    rng = _generator(seed)
+    seeds = np.random.SeedSequence(_seed_entropy(seed))
+    rng = np.random.default_rng(seeds.spawn(1)[0])
     total = int(counts.sum())
-    post_offset = np.concatenate([[0], np.cumsum(sizes_post)])
     # out-degrees of every source, by target population: (sources, target populations)
     degrees = [np.stack([_out_degrees(rng, int(counts[y, x]), int(sizes_pre[x]))
                          for y in range(shape[0])], axis=1) for x in range(shape[1])]
@@ -190,34 +244,25 @@ def fixed_total_number_blocks(sizes_pre: Sequence[int], sizes_post: Sequence[int
     indptr = np.zeros(row_sizes.size + 1, np.int64)
     np.cumsum(row_sizes, out=indptr[1:])
     top = int(np.ceil((d_mean + 12 * d_sd).max() / dt)) if shape[1] else 1
-    targets = np.empty(total, np.int32)
-    delays = np.empty(total, smallest_delay_dtype(max(top, 1)))
+    out = _Arrays(np.empty(total, np.int32), np.empty(total, smallest_delay_dtype(max(top, 1))),
+                  None)
     shared = bool(np.all(w_sd == 0)) and np.unique(w_mean[counts > 0]).size <= 1
-    weights = (np.float32(w_mean[counts > 0][0] if total else 0.0) if shared
-               else np.empty(total, np.float32))
-    size_f, offset_f = sizes_post.astype(np.float64), post_offset[:-1].astype(np.float64)
-    w_mean32, w_sd32 = w_mean.astype(np.float32), w_sd.astype(np.float32)
-    with _progress(total, progress) as bar:
-        start = 0
-        for x in range(shape[1]):
-            for rows in _row_chunks(degrees[x]):
-                # each row's synapses grouped by target population: labels in row order
-                labels = np.repeat(np.tile(np.arange(shape[0], dtype=np.intp), rows.shape[0]),
-                                   rows.ravel())
-                end = start + labels.size
-                # uniform targets of each synapse's population (float64: exact for int32 sizes)
-                pick = rng.random(labels.size)
-                pick *= size_f[labels]
-                pick += offset_f[labels]
-                np.minimum(pick, (post_offset[1:] - 1)[labels], out=pick)
-                targets[start:end] = pick
-                del pick
-                if not shared:
-                    weights[start:end] = _weights(rng, w_mean32[:, x], w_sd32[:, x], labels)
-                delays[start:end] = _delays(rng, labels.size, d_mean[x], d_sd[x], d_min, dt,
-                                            delays.dtype)
-                bar.update(labels.size)
-                start = end
+    out.weights = (np.float32(w_mean[counts > 0][0] if total else 0.0) if shared
+                   else np.empty(total, np.float32))
+    pair = _Pairs(sizes_post, w_mean.astype(np.float32), w_sd.astype(np.float32), d_mean, d_sd,
+                  d_min, dt, shared)
+    jobs, start = [], 0
+    for x in range(shape[1]):
+        for rows in _row_chunks(degrees[x]):
+            jobs.append((x, rows, start))
+            start += int(rows.sum())
+    # one generator per chunk (spawned from the seed): the result does not depend on threads
+    job_seeds = seeds.spawn(len(jobs) + 1)[1:]
+    with _progress(total, progress) as bar, ThreadPoolExecutor(_threads()) as pool:
+        for n in pool.map(lambda job: _fill(out, pair, *job[0], job[1]),
+                          [(job, s) for job, s in zip(jobs, job_seeds)]):
+            bar.update(n)
+    targets, delays, weights = out.targets, out.delays, out.weights
     return DelayedCSR(indptr, targets, delays, weights, int(sizes_post.sum()), unit)
 
 

@@ -59,7 +59,7 @@ _KERNEL_TYPES = (jnp.float32, jnp.float64)
 
 
 def delay_dtype(max_delay: int) -> np.dtype:
-    """The smallest integer type the kernel reads that holds ``max_delay`` (uint8, uint16, int32)."""
+    """The smallest type the kernel reads that holds ``max_delay``: uint8, uint16 or int32."""
     for dt in (np.uint8, np.uint16, np.int32):
         if max_delay <= np.iinfo(dt).max:
             return np.dtype(dt)
@@ -91,6 +91,15 @@ class DelayedRows:
         self.indptr, self.post, self.delay = indptr, post, delay
         self.nnz = int(post.shape[0])
         self._pre = None
+        self._counts = None if isinstance(indptr, jax.core.Tracer) else np.diff(np.asarray(indptr))
+
+    def with_arrays(self, indptr, post, delay) -> "DelayedRows":
+        """The same layout over other (e.g. traced) arrays of the same contents: a layer passes
+        its arrays into the compiled step as states, so they are not compiled in as constants."""
+        other = DelayedRows.__new__(DelayedRows)
+        other.__dict__.update(self.__dict__)
+        other.indptr, other.post, other.delay = indptr, post, delay
+        return other
 
     @property
     def slots(self) -> int:
@@ -125,17 +134,18 @@ class DelayedRows:
                              "delivered by a ring buffer: use at least one step.")
         max_delay = max(max_delay, 1)
         dt = delay_dtype(max_delay)
-        return cls(indptr.size - 1, n_post, jnp.array(indptr, jnp.int32, copy=True),
-                   jnp.array(post, jnp.int32, copy=True), jnp.array(delay.astype(dt, copy=False),
-                                                                    copy=True), max_delay)
+        # device copies (jax.device_put copies; the caller's buffers stay the caller's)
+        return cls(indptr.size - 1, n_post, jax.device_put(indptr.astype(np.int32)),
+                   jax.device_put(post.astype(np.int32)), jax.device_put(delay.astype(dt)),
+                   max_delay)
 
     def pre_of_synapse(self) -> jax.Array:
         """``int32 (nnz,)``: each synapse's presynaptic neuron (made on first use, for the
         fallback and the derivative)."""
         if self._pre is None:
-            counts = np.diff(np.asarray(self.indptr))
-            with jax.ensure_compile_time_eval():        # a constant, even when first asked in a trace
-                self._pre = jnp.asarray(np.repeat(np.arange(self.n_pre, dtype=np.int32), counts))
+            with jax.ensure_compile_time_eval():     # a constant, even when asked in a trace
+                self._pre = jnp.asarray(np.repeat(np.arange(self.n_pre, dtype=np.int32),
+                                                  self._counts))
         return self._pre
 
 
@@ -191,31 +201,34 @@ def deliver(buffer: Any, x: Any, weights: Any, rows: DelayedRows, step: Any, *,
     else:
         carrier = events = x.astype(w.dtype)
     use_native = _native_ok() if native is None else native
-    return _delivery(rows, use_native)(buffer, carrier, events, w, step)
+    return _delivery(rows, use_native)(buffer, carrier, events, w, step, rows.indptr, rows.post,
+                                       rows.delay)
 
 
 def _native_ok() -> bool:
     return jax.default_backend() == "cpu" and build.load() is not None
 
 
-def _delivery(rows: DelayedRows, use_native: bool):
-    """``(buffer, x, events, w, step) -> (buffer', next)`` with the derivative of its
-    linear map."""
-    def forward(buffer, events, w, step):
+def _delivery(layout: DelayedRows, use_native: bool):
+    """``(buffer, x, events, w, step, indptr, post, delay) -> (buffer', next)``, with the
+    derivative of its linear map."""
+    def forward(buffer, events, w, step, rows):
         if use_native:
             return _kernel(buffer, events, w, rows, step)
         new = _cleared(buffer, step, rows) + _scatter(events.astype(w.dtype), w, rows, step,
                                                       buffer.shape)
         return new, _slot_after(new, step, rows)
 
+    # the layout's arrays are arguments, not closed over: they may be traced (a layer's states)
     @jax.custom_jvp
-    def delivery(buffer, x, events, w, step):
-        return forward(buffer, events, w, step)
+    def delivery(buffer, x, events, w, step, indptr, post, delay):
+        return forward(buffer, events, w, step, layout.with_arrays(indptr, post, delay))
 
     def delivery_jvp(primals, tangents):
-        buffer, x, events, w, step = primals
-        tb, tx, _, tw, _ = tangents
-        out = delivery(buffer, x, events, w, step)
+        buffer, x, events, w, step, indptr, post, delay = primals
+        tb, tx, _, tw = tangents[:4]
+        rows = layout.with_arrays(indptr, post, delay)
+        out = delivery(*primals)
         shape = out[0].shape
         terms = []
         if type(tb) is not SymbolicZero:
