@@ -6,7 +6,9 @@ A :class:`Delay` keeps the last ``max_length`` values written by
 :class:`~brainx.ShortTermState`). Both are ordinary brainx states, so a delay
 threads through ``jit``, ``for_loop``, ``grad`` and ``vmap`` like any other:
 writing is one ``.at[ptr].set``, reading is one gather, and gradients flow
-from a delayed read back to the value that was written.
+from a delayed read back to the value that was written. That one-row write is
+what lets a checkpointed step keep the overwritten row instead of the whole
+history (:mod:`brainx.transform.remat.ring_buffers` finds it; nothing to declare).
 
 Step 0 is the value written by the latest :meth:`~Delay.update`, step ``d``
 the one written ``d`` updates before; before anything was written a read
