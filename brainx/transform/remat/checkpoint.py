@@ -86,7 +86,9 @@ def checkpoint(fun: Optional[Callable] = None, *, prevent_cse: bool = True,
     keeps working. Only the set of states the function touches is cached (and
     checked on every trace). The :doc:`checkpointing guide </checkpoint>` shows
     what a checkpointed step saves and what it costs; for a whole simulation loop
-    see :func:`checkpointed_for_loop`.
+    see :func:`checkpointed_for_loop`. In a ``for_loop`` or ``scan``, a ring buffer
+    the step writes one row of (a delay's history) is kept as that row, not whole,
+    and restored on the backward pass (:mod:`~brainx.transform.remat.ring_buffers`).
 
     Parameters
     ----------

@@ -24,6 +24,16 @@ level; ``NestedRemat`` builds the same segments from ``jax.checkpoint`` and
 nested ``lax.scan``, the nested scan one writes by hand, which JAX
 differentiates in any mode (forward mode, higher order).
 
+Ring buffers (delays). A state the step writes one row of (``buffer.at[i].set(row)``, as
+``Delay.update`` does) is found in the step's jaxpr
+(:mod:`~brainx.transform.remat.ring_buffers`) and costs the reverse pass less than a
+whole carry where a step's carry is kept: ``PerStepRemat`` keeps the overwritten row
+per step (a loop with its own reverse pass, reverse mode only); ``Nested`` keeps the
+buffer at each segment start and, for a checkpointed step, the row per step inside the
+innermost segment; ``NestedRemat`` and ``NoRemat`` run a checkpointed step inlined (the
+plain step's residuals keep the write index only); ``Binomial`` keeps it in each snapshot.
+``brainx.environ.set(ring_buffer_remat=False)`` turns this off.
+
 Policies. ``PerStepRemat``, ``Nested`` and ``NestedRemat`` take a
 ``policy`` (any ``jax.checkpoint_policies`` policy, or one of
 :mod:`brainx.transform.policies`: by state, or "everything except these
