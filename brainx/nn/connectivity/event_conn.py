@@ -53,6 +53,7 @@ from brainx.nn.connectivity.native import product as native
 from brainx.nn.connectivity.native.rows import SynapseRows
 from brainx.nn.connectivity.traced_events import events_of
 from brainx.nn.init import param
+from brainx.nn.plain_arrays import as_array
 from brainx.nn.modules.module import Module
 from brainx.state.state import ParamState
 
@@ -98,6 +99,9 @@ def _host_rng(seed: Optional[int]) -> np.random.RandomState:
 
 
 def _draw_indices(rng, n_rows, n_cols, conn_num, allow_multi_conn) -> np.ndarray:
+    if conn_num > 0 and n_cols < 1:
+        raise ValueError(f"cannot draw {conn_num} columns per row out of n_cols={n_cols}; give "
+                         "n_cols >= 1, or conn_num=0.")
     if allow_multi_conn:  # drawn as int32 directly: the same numbers as int64, no copy
         return rng.randint(0, n_cols, size=(n_rows, conn_num), dtype=np.int32)
     if conn_num > n_cols:
@@ -180,11 +184,16 @@ class FixedNumConn(Module):
         n_pre, n_post = self.in_size[-1], self.out_size[-1]
         n_rows, n_cols = (n_pre, n_post) if efferent_target == "post" else (n_post, n_pre)
         self.conn_num = _conn_number(conn_num, n_cols, type(self).__name__)
+        if self.conn_num >= 1 and n_cols == 0:
+            side = "out_size" if efferent_target == "post" else "in_size"
+            raise ValueError(f"{type(self).__name__}: conn_num={conn_num} synapses per neuron, but "
+                             f"{side} is {n_cols}: no neuron to connect to. Give a nonzero "
+                             f"{side}, or conn_num=0.")
 
         self.kernel = None     # "native", a brainevent backend, or None (brainevent's choice)
         self.rows: Optional[SynapseRows] = None   # the native kernel's layout
         if self.conn_num < 1:   # no synapse: the output is a zero of the weight's unit
-            self.weight = u.math.asarray(param(conn_weight, (), allow_none=False))
+            self.weight = as_array(param(conn_weight, (), allow_none=False))
             return
         self.kernel = layer_kernel(backend, type(self).__name__)
         rng = _host_rng(seed)
@@ -197,10 +206,12 @@ class FixedNumConn(Module):
         self.indices = jax.device_put(indices)          # a copy to the device, nothing compiled
         self.weight = param_type(_weight(conn_weight, indices.shape))
         if self.kernel == "native":
-            self.rows = (SynapseRows.fixed(self.indices, n_post) if not self._compressed else
+            self.rows = (SynapseRows.fixed(indices, n_post) if not self._compressed else
                          SynapseRows.compressed(indices, np.flatnonzero(self.row_selected),
                                                 "pre" if efferent_target == "post" else "post",
                                                 n_pre, n_post))
+            if not self._compressed:
+                self.indices = self.rows.post     # the kernel's own checked copy: one, not two
         self.conn = None if self.kernel == "native" else self._brainevent_matrix(self.weight.value)
 
     @property
@@ -217,7 +228,10 @@ class FixedNumConn(Module):
         if self.conn_num < 1:     # no synapse: zeros in the weight's unit
             _check_input(x, n_in, who)
             shape = tuple(jnp.shape(x))[:-1] + (self.out_size[-1],)
-            zeros = u.math.zeros(shape, dtype=u.math.asarray(x).dtype)
+            dtype = jax.dtypes.canonicalize_dtype(float)      # the dtype a layer with synapses gives
+            if not event:
+                dtype = jnp.result_type(as_array(x).dtype, dtype)       # that of x @ W
+            zeros = u.math.zeros(shape, dtype=dtype)
             return u.maybe_decimal(zeros * u.get_unit(self.weight))
         weight = self.weight.value
         if self.rows is not None:
@@ -323,7 +337,6 @@ class FixedNumConn(Module):
         self.conn = None if self.kernel == "native" else self._brainevent_matrix(self.weight.value)
 
 
-
 class EventFixedNumConn(FixedNumConn):
     """:class:`FixedNumConn` driven by spikes: only the rows of active neurons are summed.
 
@@ -368,7 +381,7 @@ def _flat(weight):
 def _weight(conn_weight, shape):
     """The initial synapse weights: a scalar stays one shared weight."""
     w = param(conn_weight, shape, allow_none=False)
-    return u.math.asarray(w, dtype=float)
+    return as_array(w, dtype=float)   # (brainunit's asarray imports torch to rule it out)
 
 
 def _check_input(x, n_in: int, who: str) -> tuple:

@@ -9,6 +9,14 @@ the same jaxlib, loads the library it finds there in milliseconds, with or
 without a compiler. It then registers the handler with
 :func:`jax.ffi.register_ffi_target` for the CPU.
 
+A cached library is loaded only when it can be trusted
+(:mod:`~brainx.nn.connectivity.native.cache_trust`): its folders and the file are
+this user's (or root's) and no other user can write them, and its size and SHA-256
+are those the build recorded beside it. Otherwise brainx builds a new one, in
+place when the file was merely damaged (truncated, edited, no record), in a folder
+of the system's temporary one that only this user can write when the cache folder
+itself is not trusted; in both cases with one warning naming the file.
+
 Where no compiler is found or the build fails, :func:`load` returns ``None``
 and warns once, saying why and how to get the native kernels; the layers then
 use brainevent's kernels as before.
@@ -17,7 +25,8 @@ use brainevent's kernels as before.
 environment variable      effect
 ========================  =============================================================
 ``BRAINX_NATIVE=0``       never build or load the native kernels
-``CXX``                   the compiler (default: the first of ``c++``, ``g++``, ``clang++``)
+``CXX``                   the compiler, with any flags of its own (split as a shell would:
+                          ``CXX="g++ -w"``; default: the first of ``c++``, ``g++``, ``clang++``)
 ``BRAINX_CACHE_DIR``      the cache folder (default ``$XDG_CACHE_HOME/brainx``, else
                           ``~/.cache/brainx``); the libraries go in its ``native/``.
                           Where it cannot be written, a folder of the system's
@@ -38,6 +47,7 @@ import hashlib
 import os
 import pathlib
 import platform
+import shlex
 import shutil
 import stat
 import subprocess
@@ -49,6 +59,8 @@ from typing import Optional, Tuple
 
 import jax
 import jaxlib
+
+from brainx.nn.connectivity.native import cache_trust
 
 __all__ = ["load", "library_path", "compiler", "registered_targets", "unavailable_reason", "TARGET",
            "DENSE_TARGET", "SOURCE", "SOURCES"]
@@ -69,10 +81,15 @@ _STATE: dict = {}          # "lib": the loaded library or None, "why": the reaso
 
 
 def compiler() -> Optional[str]:
-    """The C++ compiler to build with: ``$CXX``, else the first of c++, g++, clang++ found."""
-    chosen = os.environ.get("CXX")
+    """The C++ compiler command to build with, as a shell line: ``$CXX`` (its first word
+    found on ``PATH``, the rest kept: ``"g++ -w"``), else the first of c++, g++, clang++ found."""
+    chosen = os.environ.get("CXX", "").strip()
     if chosen:
-        return shutil.which(chosen) or chosen
+        try:
+            words = shlex.split(chosen)
+        except ValueError:                    # an unbalanced quote: the build says so
+            return chosen
+        return shlex.join([shutil.which(words[0]) or words[0], *words[1:]])
     for name in ("c++", "g++", "clang++"):
         found = shutil.which(name)
         if found:
@@ -108,98 +125,136 @@ def library_path() -> pathlib.Path:
 
 def _private_temporary(path: pathlib.Path) -> pathlib.Path:
     """``path``'s place under a folder of the system's temporary one that only this user
-    can write (made with mode 0700; refused if another user owns it or others can write it)."""
+    can write (made with mode 0700; refused if another user owns it or others can write it,
+    or another user can write a folder above it)."""
     root = pathlib.Path(tempfile.gettempdir()) / f"brainx-{os.getuid()}"
     root.mkdir(mode=0o700, exist_ok=True)
     info = os.lstat(root)          # the folder itself: a link another user owns is refused
     if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
             or info.st_mode & 0o022):
         raise OSError(f"{root} is not a folder of this user's that only it can write")
+    why = cache_trust.untrusted_folder(root)
+    if why:
+        raise OSError(f"{root} cannot be trusted: {why}")
     return root / "native" / path.parent.name / path.name
 
 
-def _writable_target(path: pathlib.Path) -> pathlib.Path:
-    """``path`` if its folder can be made; else its place in a private temporary folder."""
+def _can_write(folder: pathlib.Path) -> bool:
+    """Whether ``folder`` can be made (if missing) and written."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if os.access(path.parent, os.W_OK):
-            return path
+        cache_trust.make_folders(folder)
+        return os.access(folder, os.W_OK)
     except OSError:
-        pass
-    return _private_temporary(path)
+        return False
 
 
 def _build(cxx: str, target: pathlib.Path) -> pathlib.Path:
-    """Compile into a temporary file beside ``target``, then move it in place (atomic).
+    """Compile into a temporary file beside ``target``, record its size and hash, then move
+    both in place (the record first: a reader of the new library finds its record).
 
-    Returns where it went (``target``, or a private temporary folder when the cache
-    folder cannot be written: a read-only home).
+    Returns ``target``.
     """
-    target = _writable_target(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    cache_trust.make_folders(target.parent)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
+    record = pathlib.Path(tmp + ".json")
     try:
-        cmd = [cxx, *_FLAGS, "-I", jax.ffi.include_dir(), *map(str, SOURCES), "-o", tmp]
+        try:
+            words = shlex.split(cxx)
+        except ValueError as e:
+            raise RuntimeError(f"CXX={cxx!r} cannot be split into words: {e}") from None
+        cmd = [*words, *_FLAGS, "-I", jax.ffi.include_dir(), *map(str, SOURCES), "-o", tmp]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if run.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{run.stderr.strip()[-2000:]}")
+            raise RuntimeError(f"{shlex.join(cmd)} failed:\n{run.stderr.strip()[-2000:]}")
         os.chmod(tmp, 0o755)    # mkstemp made it 0600: others sharing the cache could not load it
+        cache_trust.write_record(pathlib.Path(tmp), record)
+        os.replace(record, cache_trust.record_path(target))
         os.replace(tmp, target)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        for left in (tmp, record):
+            if os.path.exists(left):
+                os.unlink(left)
     return target
 
 
-def _find_built(path: pathlib.Path) -> Optional[pathlib.Path]:
-    """The library, in the cache or (where the cache cannot be written) in the private
-    temporary folder; ``None`` if it was never built."""
-    if path.exists():
-        return path
+def _locate(path: pathlib.Path) -> Tuple[Optional[pathlib.Path], Optional[pathlib.Path], str]:
+    """``(library to load, or None; where to build one, or None; a warning, or "")``.
+
+    The cache path when its folders can be trusted: its library if it is the one recorded,
+    else a new build there (a damaged file: a warning) or, where the cache cannot be
+    written, in the private temporary folder. An untrusted cache folder: the private
+    temporary folder, with a warning.
+    """
+    note = ""
+    why_folder = cache_trust.untrusted_folder(path.parent)
+    if why_folder is None:
+        why_file = cache_trust.verify(path)
+        if why_file is None:
+            return path, None, ""
+        if os.path.lexists(path):
+            note = (f"the cached native library {path} was not loaded: {why_file}; "
+                    "building a new one")
+        if _can_write(path.parent):
+            return None, path, note
+    else:
+        note = (f"the native library cache {path.parent} is not trusted ({why_folder}); "
+                "building into a private temporary folder instead")
     try:
-        target = _writable_target(path)      # elsewhere only when the cache cannot be written
-    except OSError:                          # ... and the temporary folder is refused
-        return None
-    return target if target != path and target.exists() else None
+        private = _private_temporary(path)
+    except OSError as e:
+        return None, None, note + (f"; the temporary folder is refused: {e}" if note else str(e))
+    if cache_trust.verify(private) is None:
+        return private, None, note
+    return None, private, note
 
 
-def _load_uncached() -> Tuple[Optional[ctypes.CDLL], str]:
+def _load_uncached() -> Tuple[Optional[ctypes.CDLL], str, str]:
+    """``(library or None, why it is None, a warning about the cache or "")``."""
     if os.environ.get("BRAINX_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
-        return None, "BRAINX_NATIVE=0 turns them off"
-    path = library_path()
-    found = _find_built(path)
+        return None, "BRAINX_NATIVE=0 turns them off", ""
+    found, target, note = _locate(library_path())
     if found is None:
+        if target is None:
+            return None, f"no folder to build them in: {note}", ""
         cxx = compiler()
         if cxx is None:
             return None, ("no C++ compiler was found (install one, e.g. `apt install g++`, "
-                          "or set CXX)")
+                          "or set CXX)" + (f"; {note}" if note else "")), ""
         try:
-            found = _build(cxx, path)
+            found = _build(cxx, target)
         except (OSError, RuntimeError, subprocess.SubprocessError) as e:
-            return None, f"building them with {cxx} failed: {e}"
+            return None, f"building them with {cxx} failed: {e}" + (f"; {note}" if note else ""), ""
+        why = cache_trust.verify(found)        # the file just built, as it lies now
+        if why:
+            return None, f"the library just built, {found}, cannot be trusted: {why}", ""
     try:
         lib = ctypes.CDLL(str(found))
-        for target, symbol in _SYMBOLS.items():
-            jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, symbol)),
+        for target_name, symbol in _SYMBOLS.items():
+            jax.ffi.register_ffi_target(target_name, jax.ffi.pycapsule(getattr(lib, symbol)),
                                         platform="cpu")
     except (OSError, AttributeError) as e:
-        return None, f"loading {found} failed: {e}"
-    return lib, ""
+        return None, f"loading {found} failed: {e}", ""
+    return lib, "", note
 
 
 def load() -> Optional[ctypes.CDLL]:
     """The native kernels' library, built on first use and registered with XLA; ``None``: none.
 
     Thread-safe and done once per process. When the library cannot be had, warns
-    once (a :class:`RuntimeWarning` that says why and what to do) and returns ``None``.
+    once (a :class:`RuntimeWarning` that says why and what to do) and returns ``None``;
+    when a cached library was refused (not trusted, or not the file its build recorded)
+    and a new one built, warns once naming it.
     """
     if "lib" not in _STATE:
         with _LOCK:
             if "lib" not in _STATE:
-                lib, why = _load_uncached()
+                lib, why, note = _load_uncached()
                 _STATE["why"] = why
                 _STATE["lib"] = lib
+                if note:
+                    warnings.warn(f"brainx: {note}. See docs/event-driven.md.", RuntimeWarning,
+                                  stacklevel=2)
                 if lib is None and not why.startswith("BRAINX_NATIVE=0"):
                     warnings.warn(
                         f"brainx: the native event kernels are not available: {why}. The "

@@ -18,12 +18,16 @@
 //   y       (..., n_post), the weights' type
 //
 // Only the rows of active presynaptic neurons are read: the cost is the number of
-// synapses of the neurons that spiked, plus one pass over x and one over y.
+// synapses of the neurons that spiked, plus one pass over x and one over y (and, for the float
+// product, one over w: where a weight is inf or nan, a zero x[i] adds 0 * w = nan, as x @ W).
+// Every offset, target and weight slot is checked where it is read: a layout that is out of
+// bounds fails the call with the place, never reads or writes past a buffer.
 //
 // Leading (batch) axes: x and y carry them; under jax.vmap (vmap_method="expand_dims") every
 // operand gets one more in front, of the batch size or 1. An operand's leading axes line up
 // with y's from the left, and an axis of size 1 is shared by every batch entry.
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -62,50 +66,95 @@ class BatchIndex {
   std::vector<int64_t> strides_;
 };
 
-// Calls visit(i) for each i < n with x[i] true, eight entries tested at a time.
+// Calls visit(i, x[i]) for each i < n with x[i] true (nonzero), eight bools tested at a time;
+// stops at the first visit that returns false.
 template <typename Visit>
-inline void ForEachEvent(const bool* x, int64_t n, Visit&& visit) {
+inline bool ForEachEvent(const bool* x, int64_t n, Visit&& visit) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     uint64_t word;
     std::memcpy(&word, x + i, sizeof(word));
     if (word == 0) continue;
     for (int64_t j = i; j < i + 8; ++j)
-      if (x[j]) visit(j, true);
+      if (x[j] && !visit(j, true)) return false;
   }
   for (; i < n; ++i)
-    if (x[i]) visit(i, true);
+    if (x[i] && !visit(i, true)) return false;
+  return true;
 }
 
 template <typename T, typename Visit>
-inline void ForEachEvent(const T* x, int64_t n, Visit&& visit) {
+inline bool ForEachEvent(const T* x, int64_t n, Visit&& visit) {
   for (int64_t i = 0; i < n; ++i)
-    if (x[i] != T(0)) visit(i, x[i]);
+    if (x[i] != T(0) && !visit(i, x[i])) return false;
+  return true;
 }
 
-// One batch entry: y = x @ W over the rows of the active entries of x.
-template <typename W, typename X>
-void ProductRow(const X* x, int64_t n_pre, const W* w, bool shared, const int32_t* indptr,
-                const int32_t* post, const int32_t* syn, W* y, int64_t n_post) {
+// What a product found wrong in the connectivity it was given: the kernel stops there, before
+// any read or write out of bounds, and the call fails with the place (Python builds only valid
+// layouts, SynapseRows; this guards against one built or changed by other means).
+struct Fault {
+  const char* what = nullptr;   // nullptr: none
+  int64_t where = 0;            // the row (indptr) or the synapse (post, syn)
+  int64_t value = 0;
+};
+
+// One batch entry: y = x @ W over the rows of the active entries of x. `kShared`: one weight
+// w[0] for all; `kIndirect`: synapse p's weight is w[syn[p]], else w[p]. The offsets are
+// checked first, all of them (a pass as long as the one over x); each target and slot where it
+// is read. For the float product (X = W) a zero entry x[i] also adds 0 * w for its row's
+// weights that are inf or nan (`nonfinite`: some are): IEEE over the stored synapses.
+template <typename W, typename X, bool kShared, bool kIndirect>
+Fault ProductRow(const X* x, int64_t n_pre, const W* w, int64_t n_w, bool nonfinite,
+                 const int32_t* indptr, const int32_t* post, const int32_t* syn, int64_t nnz,
+                 W* y, int64_t n_post) {
   std::memset(y, 0, sizeof(W) * n_post);
   constexpr bool kEvents = std::is_same<X, bool>::value;
-  if (shared) {
-    const W w0 = w[0];
-    ForEachEvent(x, n_pre, [&](int64_t i, X xi) {
-      const W add = kEvents ? w0 : static_cast<W>(xi) * w0;
-      for (int32_t p = indptr[i]; p < indptr[i + 1]; ++p) y[post[p]] += add;
-    });
-  } else if (syn != nullptr) {
-    ForEachEvent(x, n_pre, [&](int64_t i, X xi) {
-      for (int32_t p = indptr[i]; p < indptr[i + 1]; ++p)
-        y[post[p]] += kEvents ? w[syn[p]] : static_cast<W>(xi) * w[syn[p]];
-    });
-  } else {
-    ForEachEvent(x, n_pre, [&](int64_t i, X xi) {
-      for (int32_t p = indptr[i]; p < indptr[i + 1]; ++p)
-        y[post[p]] += kEvents ? w[p] : static_cast<W>(xi) * w[p];
-    });
+  Fault fault;
+  if (indptr[0] != 0) return Fault{"indptr", 0, indptr[0]};
+  for (int64_t i = 0; i < n_pre; ++i)
+    if (indptr[i + 1] < indptr[i] || indptr[i + 1] > nnz)
+      return Fault{"indptr", i + 1, indptr[i + 1]};
+  auto row = [&](int64_t i, X xi, bool only_nonfinite) {
+    const int64_t lo = indptr[i], hi = indptr[i + 1];
+    for (int64_t p = lo; p < hi; ++p) {
+      int64_t slot = p;
+      if constexpr (kIndirect) {
+        slot = syn[p];
+        if (slot < 0 || slot >= n_w) {
+          fault = {"syn", p, slot};
+          return false;
+        }
+      }
+      const W wp = kShared ? w[0] : w[slot];
+      if (only_nonfinite && std::isfinite(wp)) continue;
+      const int64_t t = post[p];
+      if (t < 0 || t >= n_post) {
+        fault = {"post", p, t};
+        return false;
+      }
+      if constexpr (kEvents) {
+        y[t] += wp;
+      } else {
+        y[t] += static_cast<W>(xi) * wp;
+      }
+    }
+    return true;
+  };
+  if (!ForEachEvent(x, n_pre, [&](int64_t i, X xi) { return row(i, xi, false); })) return fault;
+  if constexpr (!kEvents) {
+    if (nonfinite)
+      for (int64_t i = 0; i < n_pre; ++i)
+        if (x[i] == X(0) && !row(i, X(0), true)) return fault;
   }
+  return fault;
+}
+
+template <typename W>
+bool AnyNonfinite(const W* w, int64_t n) {
+  bool any = false;
+  for (int64_t p = 0; p < n; ++p) any |= !std::isfinite(w[p]);
+  return any;
 }
 
 // The leading (batch) axes of a buffer whose own axes are its last `base` ones.
@@ -160,10 +209,29 @@ ffi::Error Product(ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::AnyBuffer indptr, ff
   const int32_t* qs = post.typed_data<int32_t>();
   const int32_t* ss = indirect ? syn.typed_data<int32_t>() : nullptr;
   W* ys = y->typed_data<W>();
+  auto product = shared     ? ProductRow<W, X, true, false>
+                 : indirect ? ProductRow<W, X, false, true>
+                            : ProductRow<W, X, false, false>;
   for (int64_t b = 0; b < n_batch; ++b) {
-    ProductRow<W, X>(xs + xi.Offset(b, out_lead), n_pre, ws + wi.Offset(b, out_lead), shared,
-                     ps + pi.Offset(b, out_lead), qs + qi.Offset(b, out_lead),
-                     indirect ? ss + si.Offset(b, out_lead) : nullptr, ys + b * n_post, n_post);
+    const W* wb = ws + wi.Offset(b, out_lead);
+    const bool nonfinite = !std::is_same<X, bool>::value && AnyNonfinite(wb, n_w);
+    const Fault fault = product(xs + xi.Offset(b, out_lead), n_pre, wb, n_w, nonfinite,
+                                ps + pi.Offset(b, out_lead), qs + qi.Offset(b, out_lead),
+                                indirect ? ss + si.Offset(b, out_lead) : nullptr, nnz,
+                                ys + b * n_post, n_post);
+    if (fault.what != nullptr) {
+      const std::string place = std::string(fault.what) + "[" + std::to_string(fault.where) +
+                                "] = " + std::to_string(fault.value);
+      const std::string bound = std::string(fault.what) == "indptr"
+                                    ? "offsets must rise from 0 to the " + std::to_string(nnz) +
+                                          " synapses"
+                                : std::string(fault.what) == "post"
+                                    ? "targets must lie in [0, " + std::to_string(n_post) + ")"
+                                    : "weight slots must lie in [0, " + std::to_string(n_w) + ")";
+      return ffi::Error::InvalidArgument(
+          "BrainxEventCsr: the connectivity is out of bounds: " + place + " (" + bound +
+          "); build it with SynapseRows.fixed, .compressed or .coordinates");
+    }
   }
   return ffi::Error::Success();
 }
@@ -217,6 +285,7 @@ ffi::Error DenseProduct(ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::Result<ffi::Any
     ForEachEvent(xs + xi.Offset(b, out_lead), n_pre, [&](int64_t i, bool) {
       const W* row = wb + i * n_post;
       for (int64_t j = 0; j < n_post; ++j) row_out[j] += row[j];
+      return true;
     });
   }
   return ffi::Error::Success();

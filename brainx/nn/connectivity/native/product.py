@@ -65,13 +65,11 @@ def sparse_product(x: Any, weights: Any, rows: SynapseRows, event: bool) -> jax.
     Parameters
     ----------
     x : array
-        ``(..., n_pre)``: spikes (bool, or floats whose entries ``> 0`` are
-        events) when ``event``, else any real values.
+        ``(..., n_pre)``: spikes (bool, integers or real floats whose entries
+        ``> 0`` are events) when ``event``, else any numbers.
     weights : array
         One weight shared by every synapse (size 1), or one per synapse in the
-        layer's order (any shape, ``nnz`` entries). The kernel adds float32 or
-        float64; other types (float16, bfloat16, integers) are added in float32
-        and the result cast back.
+        layer's order (any shape, ``nnz`` entries).
     rows : SynapseRows
         The connectivity.
     event : bool
@@ -80,39 +78,77 @@ def sparse_product(x: Any, weights: Any, rows: SynapseRows, event: bool) -> jax.
     Returns
     -------
     jax.Array
-        ``(..., n_post)``, the weights' dtype.
+        ``(..., n_post)``, the dtype of the dense product: the weights' for
+        events, ``jnp.result_type(x, weights)`` for ``x @ W``. The kernel adds
+        float32 or float64; float16 and bfloat16 are added in float32 and cast
+        back; integer and complex products are exact sums in plain JAX (a
+        gather and a scatter-add). The float product follows IEEE as ``x @ W``
+        does: a zero entry of ``x`` times an inf or nan weight adds nan; an
+        event product adds only the rows that fired.
 
     Raises
     ------
     ValueError
         The weights are neither one nor one per synapse, or ``x``'s last axis is
         not the presynaptic size.
+    TypeError
+        ``rows`` is not a :class:`SynapseRows`, the weights are bool, or spikes
+        are complex.
     RuntimeError
         The native kernels cannot be built or loaded here (the message says why).
+
+    Examples
+    --------
+    >>> import numpy as np, jax.numpy as jnp
+    >>> from brainx.nn.connectivity.native.rows import SynapseRows
+    >>> rows = SynapseRows.fixed(np.array([[0], [1]]), n_post=2)
+    >>> sparse_product(jnp.array([0.5, 1.0]), jnp.array([1, 2]), rows, event=False).tolist()
+    [0.5, 2.0]
     """
-    w = jnp.asarray(weights)
-    if w.dtype not in _KERNEL_TYPES:
-        return sparse_product(x, w.astype(jnp.float32), rows, event).astype(w.dtype)
+    if not isinstance(rows, SynapseRows):
+        raise TypeError(f"sparse_product: rows must be a SynapseRows, got {type(rows).__name__}.")
+    w, x = jnp.asarray(weights), jnp.asarray(x)
+    if w.dtype == jnp.bool_:
+        raise TypeError("sparse_product: the weights are bool; give numbers (e.g. "
+                        "weights.astype(jnp.float32)).")
     if w.size not in (1, rows.nnz):
         raise ValueError(f"sparse_product: {w.size} weights ({tuple(w.shape)}) for {rows.nnz} "
                          "synapses; give one weight per synapse, or one shared by all.")
-    w = jnp.reshape(w, (1,) if w.size == 1 else (-1,))
-    x = jnp.asarray(x)
     if x.ndim == 0 or x.shape[-1] != rows.n_pre:
         raise ValueError(f"sparse_product: the input's last axis must have {rows.n_pre} entries "
                          f"(the presynaptic size), got shape {tuple(x.shape)}.")
+    w = jnp.reshape(w, (1,) if w.size == 1 else (-1,))
+    if event:
+        carrier, events = _spikes(x, "sparse_product")
+        out = w.dtype
+    else:
+        out = jnp.result_type(x, w)
+    kernel = _kernel_type(out)
+    if kernel is None:                               # integers, complex: exact, in plain JAX
+        forward = lambda e, w: dense_equivalent(e.astype(w.dtype), w, rows)
+    else:
+        forward = lambda e, w: _call(e if e.dtype == jnp.bool_ else e.astype(kernel),
+                                     w.astype(kernel), rows).astype(w.dtype)
     if not event:
-        return _float_product(x.astype(w.dtype), w, rows)
-    return _event_product(*_spikes(x), w, rows)
+        x = x.astype(out)
+        return with_matmul_derivative(forward, functools.partial(dense_equivalent, rows=rows),
+                                      functools.partial(dense_equivalent, rows=rows))(
+                                          x, x, w.astype(out))
+    return with_matmul_derivative(
+        forward,
+        lambda tx, w: dense_equivalent(tx, w, rows),                      # d(x @ W)/dx
+        lambda e, tw: dense_equivalent(e.astype(tw.dtype), tw, rows),     # the same events
+    )(carrier, events, w)
 
 
 def dense_event_product(x: Any, weights: Any) -> jax.Array:
     """The rows of a dense ``W`` (``(n_pre, n_post)``) summed over the events of ``x``.
 
-    ``x``: ``(..., n_pre)``, bool, or floats whose entries ``> 0`` are events (their
-    value does not scale the rows). The derivative is that of ``x @ W``. What
-    :class:`~brainx.nn.EventLinear` runs on CPU: the cost is the events times
-    ``n_post``, not the whole matrix.
+    ``x``: ``(..., n_pre)``, bool, or integers or real floats whose entries ``> 0``
+    are events (their value does not scale the rows). The derivative is that of
+    ``x @ W``. What :class:`~brainx.nn.EventLinear` runs on CPU: the cost is the
+    events times ``n_post``, not the whole matrix. The result has ``W``'s dtype
+    (float16 and bfloat16 added in float32; integer and complex ``W`` in plain JAX).
 
     Examples
     --------
@@ -126,25 +162,41 @@ def dense_event_product(x: Any, weights: Any) -> jax.Array:
     ...     print([6.0, 8.0])
     [6.0, 8.0]
     """
-    w = jnp.asarray(weights)
-    if w.dtype not in _KERNEL_TYPES:
-        return dense_event_product(x, w.astype(jnp.float32)).astype(w.dtype)
-    x = jnp.asarray(x)
+    w, x = jnp.asarray(weights), jnp.asarray(x)
+    if w.dtype == jnp.bool_:
+        raise TypeError("dense_event_product: W is bool; give numbers (e.g. W.astype(float)).")
     if w.ndim != 2 or x.ndim == 0 or x.shape[-1] != w.shape[0]:
         raise ValueError(f"dense_event_product: x {tuple(x.shape)} and W {tuple(w.shape)} do "
                          "not multiply; W must be (n_pre, n_post) and x (..., n_pre).")
-    x, events = _spikes(x)
+    x, events = _spikes(x, "dense_event_product")
+    kernel = _kernel_type(w.dtype)
+    if kernel is None:
+        forward = lambda e, w: e.astype(w.dtype) @ w
+    else:
+        forward = lambda e, w: _custom_call(DENSE_TARGET, e.shape[:-1] + (w.shape[-1],), kernel,
+                                            e, w.astype(kernel)).astype(w.dtype)
     return with_matmul_derivative(
-        lambda e, w: _custom_call(DENSE_TARGET, e.shape[:-1] + (w.shape[-1],), w.dtype, e, w),
+        forward,
         lambda tx, w: tx @ w,
         lambda e, tw: e.astype(tw.dtype) @ tw,
     )(x, events, w)
 
 
-def _spikes(x) -> tuple:
+def _kernel_type(dtype):
+    """The type the kernel adds ``dtype`` in: itself (float32/64), float32 for the narrow
+    floats, ``None`` for what it cannot add exactly (integers, complex)."""
+    if dtype in _KERNEL_TYPES:
+        return dtype
+    return jnp.float32 if jnp.issubdtype(dtype, jnp.floating) else None
+
+
+def _spikes(x, who: str) -> tuple:
     """``(carrier, events)`` of spikes ``x``: what carries the derivative of ``x @ W``, and the
     booleans the kernel reads. Floats: ``x`` and :func:`events_of` it; bools as they are and
     integers as ``x > 0``, each its own carrier (no derivative)."""
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        raise TypeError(f"{who}: spikes are complex ({x.dtype}); an event is an entry > 0 of "
+                        "real numbers. Give bool or real spikes, or use event=False (x @ W).")
     if jnp.issubdtype(x.dtype, jnp.floating):
         return x, events_of(x)
     events = x if x.dtype == jnp.bool_ else x > 0
@@ -181,16 +233,3 @@ def dense_equivalent(x, w, rows: SynapseRows) -> jax.Array:
     pre = rows.row_of_each_synapse()
     w_syn = w if w.size == 1 else (w[rows.syn] if rows.syn.size else w)
     return zeros.at[..., jnp.reshape(rows.post, (-1,))].add(x[..., pre] * w_syn)
-
-
-def _event_product(x, events, w, rows: SynapseRows) -> jax.Array:
-    return with_matmul_derivative(
-        lambda e, w: _call(e, w, rows),
-        lambda tx, w: dense_equivalent(tx, w, rows),                      # d(x @ W)/dx
-        lambda e, tw: dense_equivalent(e.astype(tw.dtype), tw, rows),     # the same events
-    )(x, events, w)
-
-
-def _float_product(x, w, rows: SynapseRows) -> jax.Array:
-    linear = functools.partial(dense_equivalent, rows=rows)               # bilinear in (x, w)
-    return with_matmul_derivative(lambda x, w: _call(x, w, rows), linear, linear)(x, x, w)

@@ -30,6 +30,7 @@ synapse's weight is.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Optional
 
 import jax
@@ -49,11 +50,44 @@ def _check_size(nnz: int) -> None:
                          "brainevent's kernels (backend='jax_raw' or 'numba').")
 
 
+def _size(value: Any, name: str) -> int:
+    """A matrix dimension: a non-negative Python or NumPy integer."""
+    try:
+        size = operator.index(value)
+    except TypeError:
+        raise TypeError(f"SynapseRows: {name} must be an int, got {value!r}.") from None
+    if size < 0:
+        raise ValueError(f"SynapseRows: {name} must be >= 0, got {size}.")
+    return size
+
+
+def _indices(values: Any, name: str, bound: int, what: str) -> np.ndarray:
+    """A private read-only ``int32`` copy of integer ``values``, each in ``range(bound)``.
+
+    Checked in the caller's dtype before the cast (an int64 of 2**32 must not wrap into range),
+    copied before the check (a caller's array changed afterwards changes nothing here).
+    """
+    host = np.array(values, copy=True)
+    if host.dtype == np.bool_ or not np.issubdtype(host.dtype, np.integer):
+        if host.size or not np.issubdtype(host.dtype, np.floating):
+            raise TypeError(f"SynapseRows: {name} must be integers, got dtype {host.dtype}.")
+    if host.size and (host.min() < 0 or host.max() >= bound):
+        bad = int(np.flatnonzero((host.ravel() < 0) | (host.ravel() >= bound))[0])
+        raise ValueError(f"SynapseRows: {name}[{bad}] = {host.ravel()[bad]} lies outside "
+                         f"range({bound}) ({what}); every entry must be in range.")
+    host = host.astype(np.int32)
+    host.flags.writeable = False
+    return host
+
+
 class SynapseRows:
     """The synapses of a sparse ``(n_pre, n_post)`` matrix, by presynaptic row.
 
-    Build one with :meth:`fixed` or :meth:`compressed`; the arrays are on the
-    device, constants of every step that uses them.
+    Build one with :meth:`fixed`, :meth:`compressed` or :meth:`coordinates` (or the
+    constructor, from the kernel's layout itself). Every array is checked once and
+    copied to the device: the kernel reads only that copy, so changing the arrays
+    given afterwards changes nothing, and no layout can make the kernel read or
+    write out of bounds (it checks again where it reads).
 
     Attributes
     ----------
@@ -69,29 +103,60 @@ class SynapseRows:
     width : int or None
         Synapses per row when every row has the same number and the weights are
         in row order (the derivative then works on ``(n_pre, width)`` blocks).
+
+    Raises
+    ------
+    ValueError
+        ``indptr`` does not rise from 0 to the number of synapses, a target is
+        outside ``range(n_post)``, ``syn`` is not one slot in ``range(nnz)`` per
+        synapse, or ``width`` does not describe the rows.
+    TypeError
+        An index array is not of an integer type.
     """
 
-    def __init__(self, n_pre: int, n_post: int, indptr, post, syn, width: Optional[int]):
-        self.n_pre, self.n_post = int(n_pre), int(n_post)
-        self.indptr, self.post, self.syn, self.width = indptr, post, syn, width
-        self.nnz = int(np.size(post))
+    def __init__(self, n_pre: int, n_post: int, indptr: Any, post: Any, syn: Any,
+                 width: Optional[int]):
+        self.n_pre, self.n_post = _size(n_pre, "n_pre"), _size(n_post, "n_post")
+        post = _indices(post, "post (the targets)", self.n_post, f"n_post = {self.n_post}")
+        nnz = post.size
+        _check_size(nnz)
+        indptr = _indices(indptr, "indptr", nnz + 1, f"{nnz} synapses")
+        if indptr.shape != (self.n_pre + 1,) or indptr[0] != 0 or indptr[-1] != nnz:
+            raise ValueError(f"SynapseRows: indptr must be {self.n_pre + 1} offsets from 0 to the "
+                             f"{nnz} synapses, got shape {indptr.shape}"
+                             + (f", from {indptr[0]} to {indptr[-1]}" if indptr.size else "") + ".")
+        if np.any(np.diff(indptr) < 0):
+            row = int(np.flatnonzero(np.diff(indptr) < 0)[0])
+            raise ValueError(f"SynapseRows: indptr must not decrease (row {row}: "
+                             f"{indptr[row]} then {indptr[row + 1]}).")
+        syn = _indices(syn, "syn (the weight slots)", max(nnz, 1), f"{nnz} weights")
+        if syn.size not in (0, nnz) or syn.ndim != 1:
+            raise ValueError(f"SynapseRows: syn must be empty or one weight slot per synapse "
+                             f"({nnz}), got shape {syn.shape}.")
+        if width is not None:
+            width = _size(width, "width")
+            if syn.size or nnz != self.n_pre * width or np.any(np.diff(indptr) != width):
+                raise ValueError(f"SynapseRows: width={width} needs {width} synapses in every "
+                                 "row, in weight order (an empty syn).")
+        self.indptr, self.post, self.syn = (jax.device_put(a) for a in (indptr, post, syn))
+        self.width = width
+        self.nnz = int(nnz)
         self._counts = None
 
     @classmethod
     def fixed(cls, targets: Any, n_post: int) -> "SynapseRows":
         """Every presynaptic neuron ``i`` projects to ``targets[i]`` (``(n_pre, k)``).
 
-        ``targets`` is kept as given (a device array is not copied): the kernel
-        reads it flat.
+        ``targets`` is checked and copied: the layout does not change when the caller's
+        array does. :attr:`post` keeps its ``(n_pre, k)`` shape.
         """
+        if np.ndim(targets) != 2:
+            raise ValueError(f"SynapseRows.fixed: targets must be (n_pre, k), got shape "
+                             f"{np.shape(targets)}.")
         n_pre, k = np.shape(targets)
         _check_size(n_pre * k)
-        host = np.asarray(targets)
-        if host.size and (host.min() < 0 or host.max() >= n_post):
-            raise ValueError(f"SynapseRows: a target lies outside range({n_post}).")
-        indptr = np.arange(n_pre + 1, dtype=np.int32) * k
-        return cls(n_pre, n_post, jax.device_put(indptr), targets,
-                   jax.device_put(np.zeros(0, np.int32)), k)
+        indptr = np.arange(n_pre + 1, dtype=np.int64) * k
+        return cls(n_pre, n_post, indptr, targets, np.zeros(0, np.int32), k)
 
     @classmethod
     def compressed(cls, indices: np.ndarray, owners: np.ndarray, owner: str, n_pre: int,
@@ -110,9 +175,14 @@ class SynapseRows:
         n_pre, n_post : int
             The matrix's shape.
         """
-        indices = np.asarray(indices, np.int32)
+        if owner not in ("pre", "post"):
+            raise ValueError(f"SynapseRows.compressed: owner must be 'pre' or 'post', got {owner!r}.")
+        indices, owners = np.asarray(indices), np.asarray(owners)
+        if indices.ndim != 2 or owners.shape != indices.shape[:1]:
+            raise ValueError(f"SynapseRows.compressed: indices must be (rows, k) and owners "
+                             f"(rows,), got {indices.shape} and {owners.shape}.")
         rows, k = indices.shape
-        owner_of = np.repeat(np.asarray(owners, np.int64), k)     # per synapse, in weight order
+        owner_of = np.repeat(owners, k)                           # per synapse, in weight order
         if owner == "pre":
             return cls.coordinates(owner_of, indices.ravel(), n_pre, n_post)
         return cls.coordinates(indices.ravel(), owner_of, n_pre, n_post)
@@ -130,19 +200,19 @@ class SynapseRows:
         >>> rows.indptr.tolist(), rows.post.tolist(), rows.syn.tolist()
         ([0, 1, 1, 3], [1, 1, 0], [1, 0, 2])
         """
-        pre = np.asarray(pre, np.int64)
-        post = np.asarray(post, np.int64)
+        n_pre, n_post = _size(n_pre, "n_pre"), _size(n_post, "n_post")
+        pre = _indices(np.ravel(pre), "pre (the sources)", n_pre, f"n_pre = {n_pre}")
+        post = _indices(np.ravel(post), "post (the targets)", n_post, f"n_post = {n_post}")
+        if pre.shape != post.shape:
+            raise ValueError(f"SynapseRows.coordinates: {pre.size} sources for {post.size} "
+                             "targets; give one of each per synapse.")
         _check_size(pre.size)
-        if pre.size and (pre.min() < 0 or pre.max() >= n_pre or post.min() < 0
-                         or post.max() >= n_post):
-            raise ValueError(f"SynapseRows: a synapse lies outside the ({n_pre}, {n_post}) matrix.")
         order = np.argsort(pre, kind="stable")                   # row order, ties as stored
         in_order = bool(np.all(order == np.arange(order.size)))
         counts = np.bincount(pre, minlength=n_pre)
-        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
-        syn = np.zeros(0, np.int32) if in_order else order.astype(np.int32)
-        return cls(n_pre, n_post, jax.device_put(indptr),
-                   jax.device_put(post[order].astype(np.int32)), jax.device_put(syn), None)
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        syn = np.zeros(0, np.int32) if in_order else order
+        return cls(n_pre, n_post, indptr, post[order], syn, None)
 
     def row_of_each_synapse(self):
         """``int32 (nnz,)``: each synapse's presynaptic neuron, in the kernel's order (traced)."""
