@@ -44,6 +44,7 @@ import numpy as np
 
 from brainx import environ
 from brainx import random as brainx_random
+from brainx.nn.plain_arrays import is_scalar
 from brainx.state.state import State
 
 __all__ = [
@@ -102,7 +103,7 @@ def are_broadcastable_shapes(shape1: Sequence[int], shape2: Sequence[int]) -> bo
 
 
 def _is_scalar(x) -> bool:
-    return bool(u.math.isscalar(x))
+    return is_scalar(x)   # brainunit's isscalar of a float Quantity imports torch (issue 45)
 
 
 def _expand_params_to_match_sizes(value, sizes):
