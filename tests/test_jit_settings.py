@@ -5,6 +5,7 @@ cache compares the settings a trace read with their current values (plain JAX ha
 the reference here is the same function run eagerly under the same settings).
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -350,3 +351,17 @@ def test_the_top_level_trace_is_kept_for_top_level_calls():
             step()
     assert len(traces) == 2 and float(acc.value) == 1 + 2 + (0 + 1 + 2) + 3 + 4
     assert not any(e.holds_tracers() for e in step._parked.get((), []))
+
+
+def test_static_arguments_equal_in_python_share_a_trace_as_in_jax_jit():
+    # -0.0 == 0.0 (and hash alike): jax.jit reuses the first trace; so does brainx (decided,
+    # documented in jit's caching rules). A setting of brainx.environ is compared by its bits.
+    f = lambda x, s: x / s                            # noqa: E731
+    ours, theirs = transform.jit(f, static_argnums=1), jax.jit(f, static_argnums=1)
+    for s in (-0.0, 0.0):
+        np.testing.assert_array_equal(ours(1.0, s), theirs(1.0, s))   # -inf both times
+    assert float(ours(1.0, 0.0)) == -np.inf
+    g = transform.jit(lambda x: x / brainx.environ.get("scale"))
+    for s, eager in ((-0.0, -np.inf), (0.0, np.inf)):
+        with brainx.environ.context(scale=s):
+            assert float(g(1.0)) == eager

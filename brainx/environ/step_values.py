@@ -26,6 +26,10 @@ opened inside the trace (a loop body's ``with environ.context(t=t):``) is the
 trace's own and is used as it is. Outside every brainx trace, ``get`` returns
 the plain value.
 
+A per-step value keeps the dtype JAX gives it: a Python float ``t`` is float64
+with x64 on, float32 without (see :mod:`brainx.environ.time_precision` for what
+that costs at large ``t``, the warning, and the step index that keeps every step).
+
 A per-step value is a tracer inside the trace: arithmetic works, a Python
 ``if t > 0:`` does not (JAX raises ``TracerBoolConversionError``). Mark such a
 key static with ``set_per_step(key, False)`` (then each new value traces and
@@ -47,6 +51,7 @@ from brainx.state.trace import _THREAD
 from . import reads
 from .env_state import GLOBAL_ENV, UNSET, lookup
 from .keys import DT, I, T
+from .time_precision import check_float32_time
 
 __all__ = ["set_per_step", "get_per_step", "is_per_step", "SettingState", "setting_state",
            "UnsetStepValueError"]
@@ -192,6 +197,7 @@ class SettingState(State):
                 f"The compiled function reads the setting {self.key!r} (brainx.environ), which is "
                 f"not set now. Call it inside `with brainx.environ.context({self.key}=...):` or "
                 f"set it with brainx.environ.set({self.key}=...).")
+        check_float32_time(self.key, value)  # a float t that float32 rounds by part of a step
         return value
 
     @_value.setter
