@@ -197,3 +197,24 @@ def test_arrays_only_in_the_file_are_refused_when_strict(tmp_path):
     assert float(w.value.sum()) == 0.0
     load(tmp_path / "t.msgpack", {"t": {"w": w}}, strict=False)
     assert float(w.value.sum()) == 2.0
+
+
+def test_a_group_of_unseeded_layers_fuses_the_loaded_synapses(tmp_path):
+    def model(generator_seed):
+        brainx.random.seed(generator_seed)
+        exc = nn.EventFixedProb(30, 20, conn_num=4, conn_weight=0.5)
+        inh = nn.EventFixedProb(30, 20, conn_num=3, conn_weight=-2.0)
+        # the layers first, the group after them in the walk, and the group before them
+        return ({"exc": exc, "inh": inh, "group": nn.EventFixedProbGroup(exc, inh)},
+                {"group": nn.EventFixedProbGroup(exc, inh), "exc": exc, "inh": inh})
+
+    spikes = SPIKES[:, :60]
+    for order in (0, 1):
+        saved = model(1)[order]
+        save(tmp_path / "g.msgpack", saved)
+        fresh = model(2)[order]
+        load(tmp_path / "g.msgpack", fresh)
+        for got, layer in zip(fresh["group"](spikes), (saved["exc"], saved["inh"])):
+            part = spikes[:, :30] if layer is saved["exc"] else spikes[:, 30:]
+            expected = np.asarray(part, float) @ _dense(layer)          # dense NumPy reference
+            np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-5)

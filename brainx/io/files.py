@@ -346,8 +346,10 @@ def _prepare(path: str, modules: dict, saved_arrays: dict,
             raise CheckpointError(f"brainx.io.load: {path!r}, {where}: {e} Nothing was "
                                   "loaded.") from None
         if install is not None:
-            installs.append((name, module, install))
-    return installs
+            installs.append((name, module, install, not (entry and entry["leaves"])))
+    # those of modules that saved no array last: they derive theirs from others' (a group
+    # fusing its layers' synapses), which must be in place first
+    return [i[:3] for i in sorted(installs, key=lambda i: i[3])]
 
 
 def _put_back(state: State, value: Any) -> None:

@@ -100,9 +100,13 @@ class EventFixedProbGroup(Module):
         self.n_pre = max(part.stop for part in self.pre)
         posts = [layer.out_size[-1] for layer in layers]
         self.bounds: Tuple[int, ...] = tuple(np.cumsum([0] + posts).tolist())
-        indices = _fused_rows(layers, self.pre, self.bounds, self.n_pre)
-        backend = layers[0].backend if backend is None else backend
-        self.kernel = layer_kernel(backend, type(self).__name__)
+        self.backend = layers[0].backend if backend is None else backend
+        self.kernel = layer_kernel(self.backend, type(self).__name__)
+        self._fuse()
+
+    def _fuse(self) -> None:
+        """The fused matrix of the layers' synapses (built again when a load replaces them)."""
+        indices = _fused_rows(self.layers, self.pre, self.bounds, self.n_pre)
         # weight 1: the kernel counts the events reaching each target; the last column is
         # the padding's, read by no layer
         width = self.bounds[-1] + 1
@@ -111,9 +115,18 @@ class EventFixedProbGroup(Module):
         else:
             be = load_brainevent(type(self).__name__)
             self.rows = None
+            backend = None if self.backend == "native" else self.backend
             self.conn = be.FixedNumPerPre(jnp.float32(1.0), jax.device_put(indices),
-                                          shape=(self.n_pre, width),
-                                          backend=None if backend == "native" else backend)
+                                          shape=(self.n_pre, width), backend=backend)
+
+    # -- saving: brainx.io.SavesArrays ------------------------------------------------
+    def saved_arrays(self) -> dict:
+        """Nothing: the fused matrix is the layers' synapses, which they save themselves."""
+        return {}
+
+    def prepare_arrays(self, arrays):
+        """Fuse again once the layers have their loaded synapses (brainx.io runs it after theirs)."""
+        return self._fuse
 
     def update(self, spikes) -> Tuple:
         """One output per layer, from one kernel call over the whole spike vector."""
