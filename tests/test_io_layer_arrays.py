@@ -218,3 +218,29 @@ def test_a_group_of_unseeded_layers_fuses_the_loaded_synapses(tmp_path):
             part = spikes[:, :30] if layer is saved["exc"] else spikes[:, 30:]
             expected = np.asarray(part, float) @ _dense(layer)          # dense NumPy reference
             np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_an_undone_load_leaves_a_group_computing_its_own_network(tmp_path, monkeypatch):
+    def model(generator_seed):
+        brainx.random.seed(generator_seed)
+        exc = nn.EventFixedProb(30, 20, conn_num=4, conn_weight=0.5)
+        inh = nn.EventFixedProb(30, 20, conn_num=3, conn_weight=-2.0)
+        return {"exc": exc, "inh": inh, "group": nn.EventFixedProbGroup(exc, inh)}
+
+    spikes = SPIKES[:, :60]
+    save(tmp_path / "g.msgpack", model(1), environ=True)
+    fresh = model(2)
+    before = [np.asarray(o) for o in fresh["group"](spikes)]
+
+    def refused(**kw):
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(brainx.environ, "set", refused)
+    with pytest.raises(CheckpointError, match="undone"):
+        load(tmp_path / "g.msgpack", fresh, environ=True)
+    monkeypatch.undo()
+    for got, want, layer, part in zip(fresh["group"](spikes), before, (fresh["exc"], fresh["inh"]),
+                                      (spikes[:, :30], spikes[:, 30:])):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(got), np.asarray(part, float) @ _dense(layer),
+                                   rtol=1e-5, atol=1e-5)

@@ -331,8 +331,9 @@ def _check_same_paths(path: str, states: dict, saved: dict, modules: dict, saved
 
 
 def _prepare(path: str, modules: dict, saved_arrays: dict,
-             strict: bool) -> List[Tuple[str, Any, Callable[[], None]]]:
-    """Each module's check of its arrays in the file; the installs, nothing installed yet."""
+             strict: bool) -> List[Tuple[str, Any, Callable[[], None], bool]]:
+    """Each module's check of its arrays in the file: ``(path, module, install, derived)``, a
+    derived module's (one that saved no array) last; nothing installed yet."""
     installs = []
     for name, module in modules.items():
         entry = saved_arrays.get(name)
@@ -349,7 +350,7 @@ def _prepare(path: str, modules: dict, saved_arrays: dict,
             installs.append((name, module, install, not (entry and entry["leaves"])))
     # those of modules that saved no array last: they derive theirs from others' (a group
     # fusing its layers' synapses), which must be in place first
-    return [i[:3] for i in sorted(installs, key=lambda i: i[3])]
+    return sorted(installs, key=lambda i: i[3])
 
 
 def _put_back(state: State, value: Any) -> None:
@@ -371,6 +372,7 @@ def _commit(path: str, states: dict, old: dict, values: dict, installs: list,
             settings: dict) -> None:
     """Write the states, install the arrays, set the settings; on a failure, undo all."""
     undo: List[Callable[[], None]] = []
+    derived: List[Callable[[], None]] = []  # undone last: they derive from the others
     doing = ""
     try:
         for name, value in values.items():
@@ -378,11 +380,11 @@ def _commit(path: str, states: dict, old: dict, values: dict, installs: list,
             state = states[name]
             state.value = value
             undo.append(lambda s=state, v=old[name]: _put_back(s, v))
-        for name, module, install in installs:
+        for name, module, install, is_derived in installs:
             doing = f"installing the arrays of {type(module).__name__} {name!r}"
             before = module.saved_arrays()
             install()
-            undo.append(lambda m=module, a=before: _reinstall(m, a))
+            (derived if is_derived else undo).append(lambda m=module, a=before: _reinstall(m, a))
         if installs:
             structure_changed()  # compiled steps hold the old arrays as constants: trace again
         for key, value in settings.items():
@@ -392,7 +394,7 @@ def _commit(path: str, states: dict, old: dict, values: dict, installs: list,
             undo.append(lambda k=key, b=before: brainx_environ.pop(k, None) if b is _UNSET
                         else brainx_environ.set(**{k: b}))
     except BaseException as e:
-        for step in reversed(undo):
+        for step in list(reversed(undo)) + derived:
             with contextlib.suppress(Exception):
                 step()
         if installs:
