@@ -32,7 +32,10 @@ like any Python value it closes over, and ``transform.jit`` traces again when
 one it read has changed (a new ``dt``, ``fit``, ``precision``). The per-step
 settings (``t``, ``i`` and array values: see :func:`set_per_step`) are inputs
 of the compiled program instead: a step called under a new
-``context(t=...)`` each time compiles once and sees every ``t``.
+``context(t=...)`` each time compiles once and sees every ``t``, and a step
+called inside a loop body's ``context(t=...)`` reads the body's ``t``. A
+Python float ``t`` is float64 with x64 on; without, it is float32, and the
+step index ``i`` keeps every step (:mod:`brainx.environ.time_precision`).
 
 Examples
 --------
@@ -59,12 +62,13 @@ from .precision import (dctype, dftype, ditype, dutype, get_precision, set_preci
 from .settings import (all, context, get, get_dt, list_registered_behaviors, pop,
                        register_default_behavior, reset, set, unregister_default_behavior)
 from .step_values import get_per_step, set_per_step
+from .time_precision import StepTimePrecisionWarning
 
 __all__ = [
     # settings
     "set", "get", "all", "pop", "context", "reset", "get_dt", "EnvironmentState",
     # per-step settings: inputs of compiled functions
-    "set_per_step", "get_per_step",
+    "set_per_step", "get_per_step", "StepTimePrecisionWarning",
     # platform and devices
     "set_platform", "get_platform", "set_host_device_count", "get_host_device_count",
     # precision and default dtypes
