@@ -73,10 +73,15 @@ test-check-caches: $(STAMP)
 test-long: $(STAMP)
 	PYTHONUNBUFFERED=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --long --durations=20
 
-# 10000 random stateful programs against plain JAX (hours); BRAINX_FUZZ_EXAMPLES=N for fewer
+# 10000 random stateful programs against plain JAX (hours); BRAINX_FUZZ_EXAMPLES=N for fewer;
+# then 10000 random cases of the native kernels against NumPy (tests/native_fuzz.py: layouts from
+# every constructor, bad indices, arrays changed after the build, products, the raw kernel),
+# and 2000 more with float64 (x64); BRAINX_NATIVE_FUZZ_CASES=N for fewer
 fuzz: $(STAMP)
 	BRAINX_FUZZ_EXAMPLES=$${BRAINX_FUZZ_EXAMPLES:-10000} BRAINX_FUZZ_RANDOM=1 \
 		$(PY) -m pytest -q tests/test_fuzz_programs.py --hypothesis-show-statistics
+	$(PY) tests/native_fuzz.py --cases $${BRAINX_NATIVE_FUZZ_CASES:-10000} --seed 42
+	$(PY) tests/native_fuzz.py --cases 2000 --seed 43 --x64
 
 # The documentation site: Sphinx + MyST + autodoc/autosummary, the book theme, MyST notebooks
 # executed at build time (myst-nb, cached in docs/_build/.jupyter_cache), sphinx-gallery over
