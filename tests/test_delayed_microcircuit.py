@@ -65,3 +65,14 @@ def test_example_runs_at_a_tiny_scale(tmp_path):
     assert set(saved["rates_hz"]) == set(model.POPULATIONS)
     assert saved["synapses"] == int(model.network_parameters(0.02)["counts"].sum())
     assert result["spikes"] > 0                                        # the network is active
+
+
+def test_cached_build_saves_then_loads_the_same_synapses(tmp_path):
+    p = model.network_parameters(0.02)
+    path = str(tmp_path / "conn.msgpack")
+    built, loaded = model.cached_build(p, 3, path)
+    again, loaded_again = model.cached_build(p, 3, path)
+    assert not loaded and loaded_again
+    for name in ("indptr", "targets", "delays", "weights"):
+        np.testing.assert_array_equal(getattr(built, name), getattr(again, name))
+    assert again.unit == built.unit and again.n_post == built.n_post
