@@ -37,6 +37,7 @@ from .keys import DT
 __all__ = ["StepTimePrecisionWarning", "check_float32_time", "float32_error"]
 
 _WARNED: set = set()
+_SMALL = 1024.0  # below it, float32 rounds a float by less than 2^-15
 _LOCK = threading.Lock()
 
 
@@ -75,10 +76,22 @@ def _tolerance(value: Any) -> float:
 
 
 def check_float32_time(key: Hashable, value: Any) -> None:
-    """Warn (once per key) if ``value`` of the per-step setting ``key`` loses part of a step in float32."""
-    if jax.config.jax_enable_x64 or key in _WARNED:
+    """Warn (once per key) if ``value`` of the per-step setting ``key`` loses part of a step in float32.
+
+    On every compiled call that reads the setting, so cheap for most values: nothing is
+    computed for an integer, an array of another dtype, or a float under :data:`_SMALL`
+    (float32 rounds it by less than 2^-15, a hundredth of any ``dt`` over 0.003).
+    """
+    if key in _WARNED:
         return
     mantissa = getattr(value, "mantissa", value)
+    if type(mantissa) is float:
+        if -_SMALL < mantissa < _SMALL:
+            return
+    elif not isinstance(mantissa, (np.float64, np.ndarray)):
+        return
+    if jax.config.jax_enable_x64:
+        return
     error = float32_error(mantissa)
     if not error or error <= _tolerance(value):
         return
