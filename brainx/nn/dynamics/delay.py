@@ -237,7 +237,9 @@ class Delay(Module):
             return jnp.zeros(shape, spec.dtype)
         if callable(init) and not isinstance(init, (u.Quantity, jax.Array, np.ndarray)):
             init = init(shape, dtype=spec.dtype) if _takes_dtype(init) else init(shape)
-        value = _to_unit(self, init, unit, "its init")
+        # a plain init is read in the delay's unit, as brainstate (which keeps mantissas) does:
+        # client libraries fill a history in mV with plain zeros
+        value = _to_unit(self, init, unit, "its init") if u.math.is_quantity(init) else init
         try:
             return jnp.broadcast_to(jnp.asarray(value, spec.dtype), shape)
         except ValueError as e:
@@ -527,12 +529,32 @@ class StateWithDelay(Delay):
 
     @call_order(3)
     def init_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
-        """Take the state's structure (its batch axis included) and build the buffer."""
+        """Take the state's structure (its batch axis included) and build the buffer.
+
+        A state without the batch axis (made in ``__init__``, not batched by
+        ``init_all_states(model, batch_size)``) keeps its shape: the buffer is not batched.
+        """
         value = self.state.value
+        batch_size = self._state_batch(value, batch_size)
         if batch_size is not None:
             value = jax.tree.map(lambda x: x[0], value, is_leaf=u.math.is_quantity)
         self._set_target(value)
         super().init_state(batch_size, **kwargs)
+
+    def reset_state(self, batch_size: Optional[int] = None, **kwargs) -> None:
+        """Put ``init`` back into every row (batched as the state is) and the pointer at 0."""
+        self._require()
+        super().reset_state(self._state_batch(self.state.value, batch_size), **kwargs)
+
+    @staticmethod
+    def _state_batch(value, batch_size: Optional[int]) -> Optional[int]:
+        """``batch_size`` if every leaf of the state's value leads with it, else None."""
+        if batch_size is None:
+            return None
+        leaves = jax.tree.leaves(value, is_leaf=u.math.is_quantity)
+        batched = all(np.ndim(u.get_mantissa(x)) and np.shape(u.get_mantissa(x))[0] == batch_size
+                      for x in leaves)
+        return batch_size if batched else None
 
     def update(self, *args) -> None:
         """Write the state's current value."""
