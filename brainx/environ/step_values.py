@@ -23,8 +23,11 @@ call passes the value the setting has then. Which settings are per step:
 The value must be made of numbers and arrays; any other value (a string,
 ``None``) stays in the key. A value set by a :func:`~brainx.environ.context`
 opened inside the trace (a loop body's ``with environ.context(t=t):``) is the
-trace's own and is used as it is. Outside every brainx trace, ``get`` returns
-the plain value.
+trace's own and is used as it is; a jitted function traced elsewhere, with the
+setting as an input, is traced again there (its trace records the read as
+:data:`~brainx.environ.reads.PER_STEP`, which holds only where no such
+context sets the key). Outside every brainx trace, ``get`` returns the plain
+value.
 
 A per-step value keeps the dtype JAX gives it: a Python float ``t`` is float64
 with x64 on, float32 without (see :mod:`brainx.environ.time_precision` for what
