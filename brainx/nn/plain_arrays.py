@@ -8,6 +8,8 @@ never touches PyTorch. Building a layer needs none of that for what it is
 given: Python numbers, NumPy and JAX arrays, and Quantities of those. The
 functions here convert such values with ``jax.numpy`` directly and hand
 anything else (a list of Quantities, another library's array) to brainunit.
+:func:`where`, :func:`maximum` and :func:`reshape` do the same for a model's
+step (a neuron's refractory update, a layer's shared weight).
 
 Examples
 --------
@@ -28,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["as_array", "is_scalar", "is_plain"]
+__all__ = ["as_array", "is_scalar", "is_plain", "where", "maximum", "reshape"]
 
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
@@ -68,3 +70,54 @@ def is_scalar(x: Any) -> bool:
     if isinstance(value, (np.ndarray, jax.Array)):
         return value.ndim == 0
     return bool(u.math.isscalar(x))
+
+
+def _same_unit_mantissas(*values: Any):
+    """``(unit, mantissas)`` when every value is plain or a Quantity of a plain mantissa, all
+    in one unit (no conversion needed); else ``None``."""
+    units = {u.get_unit(v) for v in values}
+    if len(units) != 1:
+        return None
+    mantissas = [v.mantissa if isinstance(v, u.Quantity) else v for v in values]
+    if not all(is_plain(m) for m in mantissas):
+        return None
+    return units.pop(), mantissas
+
+
+def where(condition: Any, x: Any, y: Any) -> Any:
+    """``brainunit.math.where(condition, x, y)``, without backend detection when ``x`` and
+    ``y`` are plain or Quantities of one unit.
+
+    Examples
+    --------
+    >>> import brainunit as u, jax.numpy as jnp
+    >>> from brainx.nn.plain_arrays import where
+    >>> where(jnp.array([True, False]), 5.0 * u.ms, jnp.zeros(2) * u.ms)
+    ArrayImpl([5., 0.], dtype=float32) * msecond
+    """
+    found = _same_unit_mantissas(x, y)
+    if found is None or not is_plain(condition):
+        return u.math.where(condition, x, y)
+    unit, (a, b) = found
+    return u.maybe_decimal(u.Quantity(jnp.where(condition, a, b), unit=unit))
+
+
+def maximum(x: Any, y: Any) -> Any:
+    """``brainunit.math.maximum(x, y)``, without backend detection when both are plain or
+    Quantities of one unit."""
+    found = _same_unit_mantissas(x, y)
+    if found is None:
+        return u.math.maximum(x, y)
+    unit, (a, b) = found
+    return u.maybe_decimal(u.Quantity(jnp.maximum(a, b), unit=unit))
+
+
+def reshape(x: Any, shape: Any) -> Any:
+    """``brainunit.math.reshape(x, shape)``, without backend detection when ``x`` is plain
+    or a Quantity of a plain mantissa (a NumPy value stays NumPy, as there)."""
+    value = x.mantissa if isinstance(x, u.Quantity) else x
+    if not is_plain(value):
+        return u.math.reshape(x, shape)
+    out = (np.reshape if isinstance(value, (np.ndarray, np.number, np.bool_)) else jnp.reshape)(
+        value, shape)
+    return u.Quantity(out, unit=x.unit) if isinstance(x, u.Quantity) else out

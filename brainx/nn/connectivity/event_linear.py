@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from brainx.nn.connectivity.event_backend import as_events, layer_kernel, load_brainevent
 from brainx.nn.connectivity.native.product import dense_event_product
 from brainx.nn.init import param
+from brainx.nn.plain_arrays import as_array, reshape
 from brainx.nn.modules.module import Module
 from brainx.state.state import ParamState
 
@@ -70,7 +71,7 @@ class EventLinear(Module):
         self.backend = backend
         self.kernel = layer_kernel(backend, type(self).__name__)   # "native", or brainevent's
         w = param(weight, (self.in_size[-1], self.out_size[-1]), allow_none=False)
-        self.weight = param_type(u.math.asarray(w, dtype=float))
+        self.weight = param_type(as_array(w, dtype=float))   # (no torch import: issue 45)
 
     def update(self, spikes):
         """The summed rows of ``W`` for the active inputs (``spikes``: ``(..., in)``)."""
@@ -104,4 +105,4 @@ class EventLinear(Module):
         x = jnp.asarray(spikes, dtype=jnp.result_type(float))
         reduced = jnp.sum(x, axis=-1, keepdims=True)
         ones = jnp.ones(jnp.shape(x)[:-1] + (self.out_size[-1],), dtype=reduced.dtype)
-        return ones * reduced * u.math.reshape(weight, ())
+        return ones * reduced * reshape(weight, ())

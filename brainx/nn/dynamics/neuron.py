@@ -35,6 +35,7 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
 from brainx import environ
+from brainx.nn import plain_arrays as plain
 from brainx.nn.dynamics.base import Dynamics
 from brainx.nn.dynamics.affine import is_concrete
 from brainx.nn.dynamics.exp_euler import exp_euler_step
@@ -384,9 +385,10 @@ class LIF(Neuron):
 
     def _refractory(self, V_new, spiked):
         dt = environ.get_dt()
-        t_ref = u.math.where(spiked(), self.tau_ref, self.t_ref.value)
-        V_new = u.math.where(t_ref > dt / 2, self.V_reset, V_new)
-        self.t_ref.value = u.math.maximum(t_ref - dt, 0.0 * dt)
+        # plain_arrays: brainunit's where/maximum import torch to rule it out (issue 45)
+        t_ref = plain.where(spiked(), self.tau_ref, self.t_ref.value)
+        V_new = plain.where(t_ref > dt / 2, self.V_reset, V_new)
+        self.t_ref.value = plain.maximum(t_ref - dt, 0.0 * dt)
         return V_new
 
 
