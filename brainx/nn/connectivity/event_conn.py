@@ -181,8 +181,7 @@ class FixedNumConn(Module):
         self.allow_multi_conn = allow_multi_conn
         self.seed = seed
         self.backend = backend
-        n_pre, n_post = self.in_size[-1], self.out_size[-1]
-        n_rows, n_cols = (n_pre, n_post) if efferent_target == "post" else (n_post, n_pre)
+        _, n_cols = self._rows_and_columns()
         self.conn_num = _conn_number(conn_num, n_cols, type(self).__name__)
         if self.conn_num >= 1 and n_cols == 0:
             side = "out_size" if efferent_target == "post" else "in_size"
@@ -196,23 +195,9 @@ class FixedNumConn(Module):
             self.weight = as_array(param(conn_weight, (), allow_none=False))
             return
         self.kernel = layer_kernel(backend, type(self).__name__)
-        rng = _host_rng(seed)
-        indices = _draw_indices(rng, n_rows, n_cols, self.conn_num, allow_multi_conn)
-        if afferent_ratio == 1.0:
-            self.row_selected = np.ones(n_rows, bool)
-        else:
-            self.row_selected = rng.random_sample(n_rows) < afferent_ratio
-            indices = indices[self.row_selected]
-        self.indices = jax.device_put(indices)          # a copy to the device, nothing compiled
+        indices, row_selected = self._drawn(seed)
         self.weight = param_type(_weight(conn_weight, indices.shape))
-        if self.kernel == "native":
-            self.rows = (SynapseRows.fixed(indices, n_post) if not self._compressed else
-                         SynapseRows.compressed(indices, np.flatnonzero(self.row_selected),
-                                                "pre" if efferent_target == "post" else "post",
-                                                n_pre, n_post))
-            if not self._compressed:
-                self.indices = self.rows.post     # the kernel's own checked copy: one, not two
-        self.conn = None if self.kernel == "native" else self._brainevent_matrix(self.weight.value)
+        self._install_synapses(seed, indices, row_selected)
 
     @property
     def _compressed(self) -> bool:
@@ -323,17 +308,17 @@ class FixedNumConn(Module):
 
     def _install_synapses(self, seed: Optional[int], indices: np.ndarray,
                           row_selected: np.ndarray) -> None:
-        """Put these synapses in place of the drawn ones (the layout as ``__init__`` builds it)."""
+        """The synapses and their kernel's layout: built by ``__init__``, again by a load."""
         n_pre, n_post = self.in_size[-1], self.out_size[-1]
         self.seed, self.row_selected = seed, row_selected
-        self.indices = jax.device_put(indices)
+        self.indices = jax.device_put(indices)          # a copy to the device, nothing compiled
         if self.kernel == "native":
             self.rows = (SynapseRows.fixed(indices, n_post) if not self._compressed else
                          SynapseRows.compressed(indices, np.flatnonzero(row_selected),
                                                 "pre" if self.efferent_target == "post" else "post",
                                                 n_pre, n_post))
             if not self._compressed:
-                self.indices = self.rows.post
+                self.indices = self.rows.post     # the kernel's own checked copy: one, not two
         self.conn = None if self.kernel == "native" else self._brainevent_matrix(self.weight.value)
 
 
