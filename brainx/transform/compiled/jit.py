@@ -406,11 +406,11 @@ def jit(fun: Optional[Callable] = None, *, static_argnums: int | Sequence[int] =
     Caching rules. Like ``jax.jit``, a change of any argument's or state's
     shape, dtype, weak type or tree structure retraces (each type is compiled
     once, so alternating shapes do not recompile), and a Python value
-    captured by closure is frozen at trace time. Static arguments are keys
-    as in ``jax.jit``: values equal in Python share a trace (``-0.0`` and
-    ``0.0``, ``1`` and ``1.0``: the first one traced is used for both; pass a
-    value whose sign or type matters as a traced argument or a setting,
-    which ``brainx.environ`` compares by bits). The function traces again
+    captured by closure is frozen at trace time. A static argument is keyed
+    by its value, its type and the sign of a zero: ``1``, ``1.0`` and
+    ``True``, or ``-0.0`` and ``0.0``, are equal in Python (and share one
+    trace in ``jax.jit``) but get a trace each here, as settings of
+    ``brainx.environ`` do (compared by bits). The function traces again
     when a state it found is garbage collected (a model rebuilt, a global
     rebound to a new State), when a ``brainx.nn.Module`` State attribute is
     rebound (``net.h = HiddenState(...)``, ``net.cur = net.buf_b``) and when

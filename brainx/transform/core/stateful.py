@@ -30,6 +30,7 @@ the owner traces the function again (:func:`run_with_rediscovery`).
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
@@ -181,6 +182,15 @@ class JaxprTrace:
         k = self.out_tree.num_leaves
         out = jax.tree.unflatten(self.out_tree, outs[:k])
         return out, build_written(self.written_specs, outs[k:])
+
+
+def _key_kind(value: Any) -> Any:
+    """What a static argument's key holds beside its value: its type, and the sign of a zero
+    (``-0.0 == 0.0``, but ``1 / x`` tells them apart)."""
+    kind = type(value)
+    if kind is float and value == 0.0 and math.copysign(1.0, value) < 0:
+        return (kind, "-0.0")
+    return kind
 
 
 def same_key(a: JaxprTrace, b: JaxprTrace) -> bool:
@@ -351,7 +361,7 @@ class StatefulFunction(StatefulFunctionAPI):
         for i, a in enumerate(args):
             if i in nums:
                 check_hashable(a, f"positional argument {i}", self.name)
-                static_pos.append((i, type(a), a))
+                static_pos.append((i, _key_kind(a), a))
             else:
                 dyn_args.append(a)
         static_kw = []
@@ -359,10 +369,11 @@ class StatefulFunction(StatefulFunctionAPI):
         for k, v in kwargs.items():
             if k in self.static_argnames:
                 check_hashable(v, f"keyword argument {k!r}", self.name)
-                static_kw.append((k, type(v), v))
+                static_kw.append((k, _key_kind(v), v))
             else:
                 dyn_kwargs[k] = v
-        # The type is part of the key: 1, 1.0 and True are equal but not interchangeable.
+        # The type is part of the key: 1, 1.0 and True are equal but not interchangeable
+        # (nor are -0.0 and 0.0: _key_kind).
         static_kw.sort(key=lambda item: item[0])
         return (tuple(static_pos), tuple(static_kw)), tuple(dyn_args), dyn_kwargs
 
