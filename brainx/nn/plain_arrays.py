@@ -93,7 +93,7 @@ def where(condition: Any, x: Any, y: Any) -> Any:
     >>> import brainunit as u, jax.numpy as jnp
     >>> from brainx.nn.plain_arrays import where
     >>> where(jnp.array([True, False]), 5.0 * u.ms, jnp.zeros(2) * u.ms)
-    ArrayImpl([5., 0.], dtype=float32) * msecond
+    Quantity([5. 0.], "ms")
     """
     found = _same_unit_mantissas(x, y)
     if found is None or not is_plain(condition):
