@@ -95,3 +95,38 @@ def test_environ_setting_is_read_only_by_loops_that_name_no_strategy(net):
         assert default_strategy_reads() == before     # the strategy is named: not read
         lower(make_loss())
         assert default_strategy_reads() == before + 1
+
+
+def test_no_remat_row_of_a_checkpointed_step_and_the_warning_names_the_buffer(capsys):
+    """The "no remat" row of a loss whose step is already checkpointed is the plain step's
+    no-remat program; a strategy needing more memory than it gets a warning line naming the
+    state its reverse pass keeps (a delay buffer kept at each segment start)."""
+    W = brainx.ParamState(jnp.eye(8) * 0.5, name="W")
+    buf = brainx.DelayState(jnp.zeros((32, 8)), name="buf")
+    ptr = brainx.ShortTermState(jnp.int32(0), name="ptr")
+    xs = jax.random.normal(jax.random.PRNGKey(2), (40, 8))
+
+    def step(x):
+        out = jnp.tanh(buf.value[(ptr.value - 31) % 32] @ W.value + x)
+        buf.value = buf.value.at[ptr.value].set(out)
+        ptr.value = (ptr.value + 1) % 32
+        return jnp.sum(out ** 2)
+
+    def loss_of(f):
+        def loss(xs):
+            buf.value, ptr.value = jnp.zeros((32, 8)), jnp.int32(0)
+            return bt.checkpointed_for_loop(f, xs).sum()
+        return loss
+
+    strategies = {"no remat": bt.NoRemat(), "nested": bt.Nested(segments=4)}
+    report = bt.memory_report(loss_of(bt.checkpoint(step)), xs, grad_states=W,
+                              strategies=strategies, repeats=1)
+    out = capsys.readouterr().out
+    with brainx.environ.context(checkpoint_strategy=bt.NoRemat()):
+        plain = bt.jit(bt.grad(loss_of(step), grad_states=W)).lower(xs).compile()
+    assert report["no remat"].temp_bytes == plain.memory_analysis().temp_size_in_bytes
+    nested = report["nested"]
+    assert nested.temp_bytes > report["no remat"].temp_bytes   # 10 buffers of 1 KiB kept
+    assert nested.kept_states[0][0] == "buf (DelayState)"
+    assert "warning: nested needs" in out and "buf (DelayState)" in out
+    assert "max rel. grad error" in out and report["no remat"].kept_states == ()

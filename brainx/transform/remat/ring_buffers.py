@@ -126,8 +126,10 @@ def inline_checkpoints(fun: Callable) -> Callable:
     >>> import jax, jax.numpy as jnp
     >>> f = jax.checkpoint(jnp.sin)
     >>> g = inline_checkpoints(f)
-    >>> "checkpoint" in str(jax.make_jaxpr(f)(1.0)), "checkpoint" in str(jax.make_jaxpr(g)(1.0))
+    >>> has_checkpoint(jax.make_jaxpr(f)(1.0).jaxpr), has_checkpoint(jax.make_jaxpr(g)(1.0).jaxpr)
     (True, False)
+    >>> bool(jnp.allclose(jax.grad(g)(1.0), jnp.cos(1.0)))
+    True
     """
     def inlined(*args):
         closed, shape = jax.make_jaxpr(fun, return_shape=True)(*args)
