@@ -90,11 +90,13 @@ def test_copies_pickles_and_pytrees_keep_finding_dotted_keys():
     flat = FlattedDict({("layers", i, "w"): i for i in range(5)})
     assert flat["layers.3.w"] == 3
     for other in (copy.deepcopy(flat), pickle.loads(pickle.dumps(flat)), flat.copy(),
-                  jax.tree.map(lambda v: v * 10, flat)):
+                  copy.copy(flat), jax.tree.map(lambda v: v * 10, flat)):
+        assert vars(other).get("_index") is not vars(flat).get("_index")
         assert other["layers.4.w"] in (4, 40)
         other[("layers", 5, "w")] = 5
         assert other["layers.5.w"] == 5 and len(other) == 6
-    assert len(flat) == 5
+        other[("x",)] = 0                 # a key without a number: the index is the copy's own
+    assert len(flat) == 5 and "layers.5.w" not in flat and flat["layers.4.w"] == 4
 
 
 _ZERO = jnp.zeros(())

@@ -149,6 +149,12 @@ class FlattedDict(_KeysAsAttributes, dict):
             index = vars(self)["_index"] = [dict.__len__(self), keys, len(keys) != len(self)]
         return index[1]
 
+    def __getstate__(self) -> dict:
+        """A copy or pickle leaves the index out: each mapping builds its own."""
+        state = dict(vars(self))
+        state.pop("_index", None)
+        return state
+
     def _indexed(self, key: DottedPath, added: bool) -> None:
         """Tell the index that ``key`` was added or removed (a no-op before it is built)."""
         index = vars(self).get("_index")
