@@ -2,15 +2,15 @@
 
 A record is a plain dict of msgpack types. Arrays keep their dtype, shape and
 bytes (a view of the array's memory, streamed to the file by
-:mod:`brainx.io.msgpack_stream`) and the CRC-32 of those bytes; a weakly typed JAX array (``jnp.asarray(1.0)``, the value of
-``State(0.5)`` after a jitted step) is marked ``"weak": True`` and loads weakly
-typed again (a record without the mark, as in every file written before it,
-loads strongly typed, as it always did); a brainunit Quantity keeps its
-mantissa and its unit (the SI exponents, scale, base, factor and names, so
-``mV / ms`` comes back as ``mV / ms``); a typed PRNG key keeps its key data
-and implementation; Python numbers stay Python numbers. :func:`spec` describes
-a record or a live value the same way, so a file can be checked against a model
-before anything is decoded.
+:mod:`brainx.io.msgpack_stream`) and the CRC-32 of those bytes; a weakly typed JAX
+array (``jnp.asarray(1.0)``, the value of ``State(0.5)`` after a jitted step) is
+marked ``"weak": True`` and loads weakly typed again (a record without the mark,
+as in every file written before it, loads strongly typed, as it always did); a
+brainunit Quantity keeps its mantissa and its unit (the SI exponents, scale, base,
+factor and names, so ``mV / ms`` comes back as ``mV / ms``); a typed PRNG key
+keeps its key data and implementation; Python numbers stay Python numbers.
+:func:`spec` describes a record or a live value the same way, so a file can be
+checked against a model before anything is decoded.
 """
 
 from __future__ import annotations

@@ -18,15 +18,16 @@ two methods has such arrays saved by :func:`brainx.io.save` and restored by
     function of no arguments that installs them (it must not fail: only
     assignments), or ``None`` when nothing needs to change.
 
-A load first checks every state, then prepares every module's arrays, and
-only then writes: a ``prepare_arrays`` that raises leaves the whole target as
-it was. The installs run in two rounds: first those of the modules that saved
-arrays, then those of the modules that saved none (``{}``), so a module whose
-constants derive from other modules' (a group that fuses its layers' synapses,
+A load first checks every state, then prepares every module's arrays, and only
+then writes: a ``prepare_arrays`` that raises leaves the whole target as it was.
+The installs run in two rounds: first those of the modules that saved arrays, then
+those of the modules that saved none (``{}``), so a module whose constants derive
+from other modules' (a group that fuses its layers' synapses,
 :class:`~brainx.nn.EventFixedProbGroup`) saves ``{}`` and returns, from
-``prepare_arrays``, the function that derives them again. After the arrays are installed, compiled functions trace again on
-their next call (:func:`~brainx.state.state.structure_changed`), so no compiled
-step keeps the constants it was traced with.
+``prepare_arrays``, the function that derives them again. After the arrays are
+installed, compiled functions trace again on their next call
+(:func:`~brainx.state.state.structure_changed`), so no compiled step keeps the
+constants it was traced with.
 
 Example
 -------

@@ -251,11 +251,13 @@ class FixedNumConn(Module):
         return {"indices": self.indices, "row_selected": self.row_selected}
 
     def prepare_arrays(self, arrays: Optional[dict]):
-        """Check the synapses a file holds for this layer; what installs them (``None``: the same)."""
+        """Check the synapses a file holds for this layer; return what installs them
+        (``None``: they are the layer's own)."""
         if self.conn_num < 1:
             return None
         if arrays is None:
-            if self.seed is not None:  # a file from before brainx saved synapses: the seed draws them
+            # a file of before brainx saved synapses: a seeded layer draws them from its seed
+            if self.seed is not None:
                 return None
             raise ValueError(
                 "the file holds no synapses for this layer, and it was built with seed=None, so "
@@ -293,9 +295,9 @@ class FixedNumConn(Module):
                              "('indices', 'row_selected', or a 'seed').")
         indices, row_selected = np.asarray(arrays["indices"]), np.asarray(arrays["row_selected"])
         if row_selected.dtype != np.bool_ or row_selected.shape != (n_rows,):
-            raise ValueError(f"the file's row_selected is {row_selected.dtype}{list(row_selected.shape)}"
-                             f", this layer has {n_rows} rows: build it with the sizes it was "
-                             "saved with.")
+            raise ValueError(f"the file's row_selected is {row_selected.dtype}"
+                             f"{list(row_selected.shape)}, this layer has {n_rows} rows: build "
+                             "it with the sizes it was saved with.")
         rows = (int(row_selected.sum()), self.conn_num)
         if indices.shape != rows or not np.issubdtype(indices.dtype, np.integer):
             raise ValueError(f"the file's synapses are {indices.dtype}{list(indices.shape)}, this "

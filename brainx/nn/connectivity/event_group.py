@@ -125,7 +125,7 @@ class EventFixedProbGroup(Module):
         return {}
 
     def prepare_arrays(self, arrays):
-        """Fuse again once the layers have their loaded synapses (brainx.io runs it after theirs)."""
+        """Fuse again once the layers hold their loaded synapses (brainx.io runs it last)."""
         return self._fuse
 
     def update(self, spikes) -> Tuple:
