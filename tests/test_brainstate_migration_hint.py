@@ -67,6 +67,14 @@ class Net(brainstate.nn.Module):
         self.raw = fakeclient.brainstate.State(1.0)
 
 net = Net()
+# a class of a file named as brainstate's own (its test files, run on brainx by the peer suite)
+import importlib.util
+spec = importlib.util.spec_from_file_location("brainstate.nn._lookalike_test",
+                                              {root!r} + "/lookalike_test.py")
+lookalike = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = lookalike
+spec.loader.exec_module(lookalike)
+net.extra = lookalike.Thing()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     brainstate.nn.init_all_states(net)
@@ -83,6 +91,7 @@ def _run(tmp_path, install):
     (tmp_path / "brainstate" / "__init__.py").write_text(FAKE_BRAINSTATE)
     (tmp_path / "brainstate" / "nn" / "__init__.py").write_text(FAKE_BRAINSTATE_NN)
     (tmp_path / "fakeclient.py").write_text(FAKE_CLIENT)
+    (tmp_path / "lookalike_test.py").write_text("class Thing:\n    pass\n")
     program = tmp_path / "program.py"
     program.write_text(textwrap.dedent(PROGRAM.format(root=str(tmp_path), install=install)))
     done = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
@@ -96,13 +105,14 @@ def test_a_model_holding_the_real_brainstates_modules_is_told_to_install_first(t
     assert not out["has_g"]                      # brainx could not initialise it: the bug
     (message,) = out["warnings"]
     assert "install_as_brainstate()" in message and "before those libraries" in message
-    for path in ("syn (fakeclient.Expon, a brainstate.nn.Dynamics)", "more.1.e", "raw"):
+    for path in ("syn (fakeclient.Expon, a brainstate.nn.Dynamics)", "more.1.e", "raw", "extra"):
         assert path in message
     assert str(tmp_path / "brainstate") in message
     assert out["files"] == [program]             # points at the user's call
 
 
 def test_after_install_as_brainstate_the_same_program_initialises_silently(tmp_path):
+    # (and a class from a file of brainstate's name is brainx's then: no alarm)
     out, _ = _run(tmp_path, install=True)
     assert out["warnings"] == [] and out["has_g"]
     assert out["step"] == [2.0, 2.0, 2.0]        # 0.5 * 0 + 2: the client's own update

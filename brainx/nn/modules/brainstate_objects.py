@@ -35,9 +35,9 @@ _SHOWN = 5
 def real_brainstate_class(cls: type) -> Optional[type]:
     """The first class of ``cls``'s MRO that the real brainstate package defines, else ``None``.
 
-    A class counts when its ``__module__`` is ``brainstate`` or under it and
-    that module was loaded from a file outside brainx (under
-    ``install_as_brainstate()`` the brainstate modules are brainx's own).
+    A class counts when its ``__module__`` is ``brainstate`` or under it, and
+    both that module and ``brainstate`` itself were loaded from files outside
+    brainx (under ``install_as_brainstate()``, ``brainstate`` is brainx).
 
     Examples
     --------
@@ -58,7 +58,13 @@ def _from_real_brainstate(cls: type) -> bool:
     name = getattr(cls, "__module__", None) or ""
     if name != "brainstate" and not name.startswith("brainstate."):
         return False
-    path = getattr(sys.modules.get(name), "__file__", None)
+    # the class's module and `brainstate` itself loaded from outside brainx: under
+    # install_as_brainstate() `brainstate` is brainx (its own test files are not flagged)
+    return all(_outside_brainx(getattr(sys.modules.get(m), "__file__", None))
+               for m in (name, "brainstate"))
+
+
+def _outside_brainx(path: Optional[str]) -> bool:
     return path is not None and not os.path.abspath(path).startswith(_BRAINX_ROOT + os.sep)
 
 
