@@ -8,8 +8,9 @@ PYTHON_EXE := $(shell $(PYTHON) -c '' >/dev/null 2>&1 && echo $(PYTHON) || \
 VENV ?= $(if $(filter python3,$(PYTHON)),.venv,.venv-$(notdir $(PYTHON)))
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# `make demo` alone installs brainx with the examples extra only (matplotlib, tqdm; not the test
-# extra's flax, equinox, numba, brainevent, pytest); the test install covers the demo too.
+# `make demo` alone installs brainx with the examples extra only (what the examples, tutorials and
+# guides run: matplotlib, tqdm, scikit-learn, pytest, brainevent, numba, flax, equinox; not the
+# test extra's pytest-xdist, hypothesis, scipy); the test install covers the demo too.
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_EXTRAS := test,examples
 
