@@ -88,7 +88,7 @@ def model(scale: float, background: str) -> dict:
 def population_stats(senders, times, first_id, n, t0, t1):
     """Rate (Hz) and mean ISI CV (neurons with >= 3 spikes) of one population in [t0, t1)."""
     keep = (times >= t0) & (times < t1)
-    s, t = senders[keep] - first_id, times[keep]
+    s, t = (senders[keep] - first_id).astype(np.int64), times[keep]   # empty: float in NEST
     rate = len(t) / (n * (t1 - t0) * 1e-3)
     order = np.lexsort((t, s))
     s, t = s[order], t[order]
