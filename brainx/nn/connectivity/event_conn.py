@@ -213,7 +213,7 @@ class FixedNumConn(Module):
         if self.conn_num < 1:     # no synapse: zeros in the weight's unit
             _check_input(x, n_in, who)
             shape = tuple(jnp.shape(x))[:-1] + (self.out_size[-1],)
-            dtype = jax.dtypes.canonicalize_dtype(float)      # the dtype a layer with synapses gives
+            dtype = jax.dtypes.canonicalize_dtype(float)     # what a layer with synapses gives
             if not event:
                 dtype = jnp.result_type(as_array(x).dtype, dtype)       # that of x @ W
             zeros = u.math.zeros(shape, dtype=dtype)

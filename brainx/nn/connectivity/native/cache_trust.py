@@ -29,6 +29,7 @@ True
 >>> _ = lib.write_bytes(b"not really")      # truncated
 >>> cache_trust.verify(lib)
 'its size is 10 bytes, the build recorded 20'
+>>> import shutil; shutil.rmtree(folder)
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@
 //
 // Only the rows of active presynaptic neurons are read: the cost is the number of
 // synapses of the neurons that spiked, plus one pass over x and one over y (and, for the float
-// product, one over w: where a weight is inf or nan, a zero x[i] adds 0 * w = nan, as x @ W).
+// product with zeros in x, one over w: where a weight is inf or nan, a zero x[i] adds
+// 0 * w = nan, as x @ W).
 // Every offset, target and weight slot is checked where it is read: a layout that is out of
 // bounds fails the call with the place, never reads or writes past a buffer.
 //
@@ -99,62 +100,87 @@ struct Fault {
   int64_t value = 0;
 };
 
+// Whether v is inf or nan: its exponent bits all set (an integer test, so loops of it vectorize).
+inline bool Nonfinite(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return (bits & 0x7f800000u) == 0x7f800000u;
+}
+
+inline bool Nonfinite(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return (bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+}
+
+template <typename W>
+bool AnyNonfinite(const W* w, int64_t n) {
+  int any = 0;
+  for (int64_t p = 0; p < n; ++p) any |= Nonfinite(w[p]);
+  return any != 0;
+}
+
+// Adds the synapses lo .. hi of one row (scaled by xi unless X is bool) into y, each target and
+// slot checked before it is used; `kOnlyNonfinite`: only the weights that are inf or nan.
+template <typename W, typename X, bool kShared, bool kIndirect, bool kOnlyNonfinite>
+bool AddRow(int64_t lo, int64_t hi, X xi, const W* w, int64_t n_w, const int32_t* post,
+            const int32_t* syn, W* y, int64_t n_post, Fault* fault) {
+  for (int64_t p = lo; p < hi; ++p) {
+    int64_t slot = p;
+    if constexpr (kIndirect) {
+      slot = syn[p];
+      if (static_cast<uint64_t>(slot) >= static_cast<uint64_t>(n_w)) {
+        *fault = {"syn", p, slot};
+        return false;
+      }
+    }
+    const W wp = kShared ? w[0] : w[slot];
+    if (kOnlyNonfinite && !Nonfinite(wp)) continue;
+    const int64_t t = post[p];
+    if (static_cast<uint64_t>(t) >= static_cast<uint64_t>(n_post)) {
+      *fault = {"post", p, t};
+      return false;
+    }
+    if constexpr (std::is_same<X, bool>::value) {
+      y[t] += wp;
+    } else {
+      y[t] += static_cast<W>(xi) * wp;
+    }
+  }
+  return true;
+}
+
 // One batch entry: y = x @ W over the rows of the active entries of x. `kShared`: one weight
 // w[0] for all; `kIndirect`: synapse p's weight is w[syn[p]], else w[p]. The offsets are
 // checked first, all of them (a pass as long as the one over x); each target and slot where it
 // is read. For the float product (X = W) a zero entry x[i] also adds 0 * w for its row's
-// weights that are inf or nan (`nonfinite`: some are): IEEE over the stored synapses.
+// weights that are inf or nan: IEEE over the stored synapses, as x @ W. Only when x has zeros
+// are the weights scanned for those (one contiguous pass; a dense x visits every row anyway).
 template <typename W, typename X, bool kShared, bool kIndirect>
-Fault ProductRow(const X* x, int64_t n_pre, const W* w, int64_t n_w, bool nonfinite,
-                 const int32_t* indptr, const int32_t* post, const int32_t* syn, int64_t nnz,
+Fault ProductRow(const X* x, int64_t n_pre, const W* w, int64_t n_w, const int32_t* indptr, const int32_t* post, const int32_t* syn, int64_t nnz,
                  W* y, int64_t n_post) {
   std::memset(y, 0, sizeof(W) * n_post);
-  constexpr bool kEvents = std::is_same<X, bool>::value;
   Fault fault;
   if (indptr[0] != 0) return Fault{"indptr", 0, indptr[0]};
   for (int64_t i = 0; i < n_pre; ++i)
     if (indptr[i + 1] < indptr[i] || indptr[i + 1] > nnz)
       return Fault{"indptr", i + 1, indptr[i + 1]};
-  auto row = [&](int64_t i, X xi, bool only_nonfinite) {
-    const int64_t lo = indptr[i], hi = indptr[i + 1];
-    for (int64_t p = lo; p < hi; ++p) {
-      int64_t slot = p;
-      if constexpr (kIndirect) {
-        slot = syn[p];
-        if (slot < 0 || slot >= n_w) {
-          fault = {"syn", p, slot};
-          return false;
-        }
-      }
-      const W wp = kShared ? w[0] : w[slot];
-      if (only_nonfinite && std::isfinite(wp)) continue;
-      const int64_t t = post[p];
-      if (t < 0 || t >= n_post) {
-        fault = {"post", p, t};
-        return false;
-      }
-      if constexpr (kEvents) {
-        y[t] += wp;
-      } else {
-        y[t] += static_cast<W>(xi) * wp;
-      }
-    }
-    return true;
-  };
-  if (!ForEachEvent(x, n_pre, [&](int64_t i, X xi) { return row(i, xi, false); })) return fault;
-  if constexpr (!kEvents) {
-    if (nonfinite)
+  int64_t visited = 0;
+  const bool done = ForEachEvent(x, n_pre, [&](int64_t i, X xi) {
+    ++visited;
+    return AddRow<W, X, kShared, kIndirect, false>(indptr[i], indptr[i + 1], xi, w, n_w, post,
+                                                   syn, y, n_post, &fault);
+  });
+  if (!done) return fault;
+  if constexpr (!std::is_same<X, bool>::value) {
+    if (visited < n_pre && AnyNonfinite(w, n_w))
       for (int64_t i = 0; i < n_pre; ++i)
-        if (x[i] == X(0) && !row(i, X(0), true)) return fault;
+        if (x[i] == X(0) && !AddRow<W, X, kShared, kIndirect, true>(
+                                indptr[i], indptr[i + 1], X(0), w, n_w, post, syn, y, n_post,
+                                &fault))
+          return fault;
   }
   return fault;
-}
-
-template <typename W>
-bool AnyNonfinite(const W* w, int64_t n) {
-  bool any = false;
-  for (int64_t p = 0; p < n; ++p) any |= !std::isfinite(w[p]);
-  return any;
 }
 
 // The leading (batch) axes of a buffer whose own axes are its last `base` ones.
@@ -213,10 +239,8 @@ ffi::Error Product(ffi::AnyBuffer x, ffi::AnyBuffer w, ffi::AnyBuffer indptr, ff
                  : indirect ? ProductRow<W, X, false, true>
                             : ProductRow<W, X, false, false>;
   for (int64_t b = 0; b < n_batch; ++b) {
-    const W* wb = ws + wi.Offset(b, out_lead);
-    const bool nonfinite = !std::is_same<X, bool>::value && AnyNonfinite(wb, n_w);
-    const Fault fault = product(xs + xi.Offset(b, out_lead), n_pre, wb, n_w, nonfinite,
-                                ps + pi.Offset(b, out_lead), qs + qi.Offset(b, out_lead),
+    const Fault fault = product(xs + xi.Offset(b, out_lead), n_pre, ws + wi.Offset(b, out_lead),
+                                n_w, ps + pi.Offset(b, out_lead), qs + qi.Offset(b, out_lead),
                                 indirect ? ss + si.Offset(b, out_lead) : nullptr, nnz,
                                 ys + b * n_post, n_post);
     if (fault.what != nullptr) {

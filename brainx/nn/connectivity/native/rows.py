@@ -176,7 +176,8 @@ class SynapseRows:
             The matrix's shape.
         """
         if owner not in ("pre", "post"):
-            raise ValueError(f"SynapseRows.compressed: owner must be 'pre' or 'post', got {owner!r}.")
+            raise ValueError(f"SynapseRows.compressed: owner must be 'pre' or 'post', "
+                             f"got {owner!r}.")
         indices, owners = np.asarray(indices), np.asarray(owners)
         if indices.ndim != 2 or owners.shape != indices.shape[:1]:
             raise ValueError(f"SynapseRows.compressed: indices must be (rows, k) and owners "
