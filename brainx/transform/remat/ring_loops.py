@@ -8,7 +8,9 @@ writes a ring buffer (see :mod:`~brainx.transform.remat.ring_buffers`) is run
 by a loop with its own reverse pass: per step it keeps the carry without the
 buffers plus each buffer's overwritten window, and walks the loop backwards,
 restoring the buffers and recomputing each step once, as ``jax.checkpoint``
-would. Any other step is the ``lax.scan`` it always was (from the one trace of the
+would (``vmap`` goes through it; forward mode does not: see
+:mod:`~brainx.transform.remat.ring_buffers` for the switch). A loop with a progress bar,
+and any other step, is the ``lax.scan`` it always was (from the one trace of the
 step that looked for a checkpoint: the step's Python runs once, as before).
 """
 
