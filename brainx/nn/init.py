@@ -34,7 +34,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 import brainunit as u
@@ -44,7 +43,10 @@ import numpy as np
 
 from brainx import environ
 from brainx import random as brainx_random
-from brainx.nn.plain_arrays import is_scalar
+from brainx.nn.init_shapes import (  # noqa: F401  (brainstate's private helpers, reached here)
+    _expand_params_to_match_sizes, _format_shape, _is_scalar, are_broadcastable_shapes,
+    calculate_init_gain, to_size,
+)
 from brainx.state.state import State
 
 __all__ = [
@@ -63,90 +65,6 @@ class InitializerArgumentError(ValueError, AssertionError):
 def seed(value: int) -> None:
     """Seed the default generator that unseeded initialisers draw from (``brainx.random.seed``)."""
     brainx_random.seed(value)
-
-
-def to_size(size: int | Sequence[int] | None) -> Optional[Tuple[int, ...]]:
-    """``3 -> (3,)``, ``(2, 3) -> (2, 3)``, ``None -> None`` (as brainstate).
-
-    Examples
-    --------
-    >>> from brainx.nn.init import to_size
-    >>> to_size(3), to_size([2, 3]), to_size(None)
-    ((3,), (2, 3), None)
-    """
-    if size is None:
-        return None
-    if isinstance(size, (int, np.integer)):
-        return (int(size),)
-    if not isinstance(size, (tuple, list)):
-        raise ValueError(f"A size is an int or a sequence of ints, got {size!r}.")
-    size = tuple(int(s) for s in size)
-    if any(s < 0 for s in size):
-        raise ValueError(f"Sizes must be non-negative, got {size}.")
-    return size
-
-
-def _format_shape(shape) -> Tuple[int, ...]:
-    # brainstate's helper: an int, a shape, or a shape wrapped in a one-element sequence
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    if len(shape) == 0:
-        raise ValueError("An initialiser needs a non-empty shape, got ().")
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        return tuple(shape[0])
-    return tuple(shape)
-
-
-def are_broadcastable_shapes(shape1: Sequence[int], shape2: Sequence[int]) -> bool:
-    """Whether the trailing axes of two shapes agree or are 1 (brainstate's check in ``param``)."""
-    return all(a == b or 1 in (a, b) for a, b in zip(reversed(shape1), reversed(shape2)))
-
-
-def _is_scalar(x) -> bool:
-    return is_scalar(x)   # brainunit's isscalar of a float Quantity imports torch (issue 45)
-
-
-def _expand_params_to_match_sizes(value, sizes):
-    # leading length-1 axes until value has as many axes as sizes
-    for _ in range(len(sizes) - value.ndim):
-        value = u.math.expand_dims(value, axis=0)
-    return value
-
-
-def calculate_init_gain(nonlinearity: str, param: Optional[float] = None) -> float:
-    """The gain recommended for a nonlinearity (PyTorch's table, as brainstate).
-
-    ``linear``, the ``conv*`` names and ``sigmoid``: 1; ``tanh``: 5/3; ``relu``:
-    sqrt(2); ``leaky_relu``: sqrt(2 / (1 + slope^2)) with ``param`` the slope
-    (default 0.01); ``selu``: 3/4.
-
-    Examples
-    --------
-    >>> from brainx.nn.init import calculate_init_gain
-    >>> calculate_init_gain("tanh")
-    1.6666666666666667
-    """
-    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-              "conv_transpose3d", "sigmoid")
-    if nonlinearity in linear:
-        return 1
-    if nonlinearity == "tanh":
-        return 5.0 / 3
-    if nonlinearity == "relu":
-        return math.sqrt(2.0)
-    if nonlinearity == "leaky_relu":
-        if param is None:
-            slope = 0.01
-        elif isinstance(param, (int, float)) and not isinstance(param, bool):
-            slope = param
-        else:
-            raise ValueError(f"calculate_init_gain: the leaky_relu slope must be a number, "
-                             f"got {param!r}.")
-        return math.sqrt(2.0 / (1 + slope ** 2))
-    if nonlinearity == "selu":
-        return 3.0 / 4
-    raise ValueError(f"calculate_init_gain: unsupported nonlinearity {nonlinearity!r}; use one "
-                     f"of {linear + ('tanh', 'relu', 'leaky_relu', 'selu')}.")
 
 
 class Initializer:
@@ -181,8 +99,9 @@ class Initializer:
         if unknown:
             raise TypeError(f"{type(self).__name__}() got unexpected keywords {sorted(unknown)}; "
                             f"an initialiser takes dtype=, rng= and key=.")
-        dtype = kwargs.get("dtype") or self.dtype or environ.dftype()
-        rng = kwargs.get("rng") or self.rng or brainx_random.default_rng()
+        dtype, rng = kwargs.get("dtype"), kwargs.get("rng")
+        dtype = (self.dtype or environ.dftype()) if dtype is None else dtype
+        rng = (brainx_random.default_rng() if self.rng is None else self.rng) if rng is None else rng
         return to_size(shape), dtype, rng, kwargs.get("key")
 
     def _with_unit(self, x):
@@ -493,73 +412,38 @@ class VarianceScaling(Initializer):
         return self._with_unit(x)
 
 
-def _variance_scaling(name: str, scale: float, mode: str, distribution: str, doc: str):
+def _variance_scaling(name: str, what: str, scale: float, mode: str, distribution: str,
+                      note: str = ""):
+    """A :class:`VarianceScaling` with brainstate's defaults for one named scheme."""
     def __init__(self, scale: float = scale, mode: str = mode, distribution: str = distribution,
                  in_axis: int = -2, out_axis: int = -1, seed: Any = None, unit=None, dtype=None):
         VarianceScaling.__init__(self, scale, mode, distribution, in_axis, out_axis, seed, unit,
                                  dtype)
 
+    fan = {"fan_in": "fan_in", "fan_avg": "((fan_in + fan_out) / 2)"}[mode]
+    doc = (f"""{what}: variance ``{scale} / {fan}`` from a {distribution.replace('_', ' ')}{note}.
+
+    :class:`VarianceScaling`'s arguments, with ``scale={scale}, mode={mode!r},
+    distribution={distribution!r}`` as defaults.
+
+    Examples
+    --------
+    >>> from brainx.nn import init
+    >>> init.{name}(seed=0)((3, 3, 8, 16)).shape
+    (3, 3, 8, 16)
+    """)
     return type(name, (VarianceScaling,), {"__init__": __init__, "__doc__": doc,
                                            "__module__": __name__, "__qualname__": name})
 
 
-KaimingNormal = _variance_scaling("KaimingNormal", 2.0, "fan_in", "truncated_normal", """He normal:
-    variance ``2 / fan_in`` from a truncated normal (``nn.Linear``'s default).
-
-    Takes :class:`VarianceScaling`'s arguments with ``scale=2.0, mode='fan_in',
-    distribution='truncated_normal'`` as defaults.
-
-    Examples
-    --------
-    >>> from brainx.nn import init
-    >>> init.KaimingNormal(seed=0)((128, 64)).shape
-    (128, 64)
-    """)
-KaimingUniform = _variance_scaling("KaimingUniform", 2.0, "fan_in", "uniform", """He uniform:
-    variance ``2 / fan_in`` from a uniform (defaults ``scale=2.0, mode='fan_in'``).
-
-    Examples
-    --------
-    >>> from brainx.nn import init
-    >>> init.KaimingUniform(seed=0)((128, 64)).shape
-    (128, 64)
-    """)
-XavierNormal = _variance_scaling("XavierNormal", 1.0, "fan_avg", "truncated_normal", """Glorot
-    normal: variance ``2 / (fan_in + fan_out)`` from a truncated normal (``nn.Conv``'s default).
-
-    Examples
-    --------
-    >>> from brainx.nn import init
-    >>> init.XavierNormal(seed=0)((3, 3, 8, 16)).shape
-    (3, 3, 8, 16)
-    """)
-XavierUniform = _variance_scaling("XavierUniform", 1.0, "fan_avg", "uniform", """Glorot uniform:
-    variance ``2 / (fan_in + fan_out)`` from a uniform.
-
-    Examples
-    --------
-    >>> from brainx.nn import init
-    >>> init.XavierUniform(seed=0)((128, 64)).shape
-    (128, 64)
-    """)
-LecunNormal = _variance_scaling("LecunNormal", 1.0, "fan_in", "truncated_normal", """LeCun
-    normal: variance ``1 / fan_in`` from a truncated normal.
-
-    Examples
-    --------
-    >>> from brainx.nn import init
-    >>> init.LecunNormal(seed=0)((128, 64)).shape
-    (128, 64)
-    """)
-LecunUniform = _variance_scaling("LecunUniform", 1.0, "fan_in", "uniform", """LeCun uniform:
-    variance ``1 / fan_in`` from a uniform.
-
-    Examples
-    --------
-    >>> from brainx.nn import init
-    >>> init.LecunUniform(seed=0)((128, 64)).shape
-    (128, 64)
-    """)
+KaimingNormal = _variance_scaling("KaimingNormal", "He normal", 2.0, "fan_in", "truncated_normal",
+                                  " (``nn.Linear``'s default)")
+KaimingUniform = _variance_scaling("KaimingUniform", "He uniform", 2.0, "fan_in", "uniform")
+XavierNormal = _variance_scaling("XavierNormal", "Glorot normal", 1.0, "fan_avg",
+                                 "truncated_normal", " (``nn.Conv*``'s default)")
+XavierUniform = _variance_scaling("XavierUniform", "Glorot uniform", 1.0, "fan_avg", "uniform")
+LecunNormal = _variance_scaling("LecunNormal", "LeCun normal", 1.0, "fan_in", "truncated_normal")
+LecunUniform = _variance_scaling("LecunUniform", "LeCun uniform", 1.0, "fan_in", "uniform")
 
 
 class Orthogonal(Initializer):
@@ -674,8 +558,9 @@ def param(init: Callable | Any, sizes: int | Sequence[int], batch_size: Optional
     >>> from brainx.nn import init
     >>> init.param(init.ZeroInit(), (3,), batch_size=2).shape
     (2, 3)
-    >>> init.param(5.0 * u.ms, (3,))
-    5. * msecond
+    >>> tau = 5.0 * u.ms
+    >>> init.param(tau, (3,)) is tau                 # a scalar stays as it is
+    True
     """
     if init is None:
         if allow_none:
