@@ -34,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 import brainunit as u
@@ -78,9 +79,7 @@ class Initializer:
     #: holding them are shared between instances (see ``brainx.transform.compiled.instance_sharing``).
     _share_by_attributes = True
 
-    unit = None
-    dtype = None
-    rng = None
+    unit = dtype = rng = None    # a unit, a dtype, an own generator: none unless given
 
     def jax_init(self, shape: Tuple[int, ...]) -> Callable:
         """The ``jax.nn.initializers`` function ``f(key, shape, dtype)`` for ``shape``."""
@@ -96,12 +95,13 @@ class Initializer:
     def _draw_args(self, shape, kwargs):
         """(shape, dtype, generator, key) of one call."""
         unknown = set(kwargs) - {"dtype", "rng", "key"}
-        if unknown:
-            raise TypeError(f"{type(self).__name__}() got unexpected keywords {sorted(unknown)}; "
-                            f"an initialiser takes dtype=, rng= and key=.")
+        if unknown:  # brainstate ignores them silently; a client may forward its own
+            warnings.warn(f"{type(self).__name__}() ignores the keywords {sorted(unknown)}; an "
+                          f"initialiser takes dtype=, rng= and key=.", UserWarning, stacklevel=3)
         dtype, rng = kwargs.get("dtype"), kwargs.get("rng")
         dtype = (self.dtype or environ.dftype()) if dtype is None else dtype
-        rng = (brainx_random.default_rng() if self.rng is None else self.rng) if rng is None else rng
+        if rng is None:
+            rng = brainx_random.default_rng() if self.rng is None else self.rng
         return to_size(shape), dtype, rng, kwargs.get("key")
 
     def _with_unit(self, x):
@@ -167,7 +167,7 @@ class Constant(Initializer):
         if isinstance(value, u.Quantity):
             return u.Quantity(_full(value.mantissa, shape, dtype), unit=value.unit)
         if dtype is None and isinstance(value, (int, float)) and not isinstance(value, bool):
-            dtype = environ.dftype()         # a number gives floats, as brainstate; an array keeps its dtype
+            dtype = environ.dftype()   # a number gives floats (brainstate); an array keeps its dtype
         return _full(value, shape, dtype)
 
 
@@ -287,8 +287,7 @@ class Exponential(Initializer):
     """
 
     def __init__(self, scale: Any = None, seed: Any = None, unit=None, dtype=None):
-        self.scale, self.unit, self.dtype = scale, unit, dtype
-        self.rng = _own_rng(seed)
+        self.scale, self.unit, self.dtype, self.rng = scale, unit, dtype, _own_rng(seed)
 
     def __call__(self, shape, **kwargs):
         shape, dtype, rng, key = self._draw_args(shape, kwargs)
