@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import types
 from typing import Callable, Optional, Sequence
 
 import jax
@@ -172,12 +173,15 @@ def with_loop_hint(kind: str, fun: Callable, loop: Callable) -> Callable:
     value (the ``jit`` that compiles the loop would otherwise name ``static_argnums``)."""
     passes = ("its loop variables, xs" if kind.endswith("for_loop") else
               "the loop value" if kind.endswith("while_loop") else "the carry and x")
+    # only the name: the loop cache holds ``run``, and a user's function it kept alive would
+    # never be released (the cache holds functions weakly)
+    named = types.SimpleNamespace(__name__=getattr(fun, "__name__", "fun"))
 
     def run(*args):
         try:
             return loop(*args)
         except CONCRETIZATION_ERRORS as error:
-            add_loop_hint(error, kind, fun, passes)
+            add_loop_hint(error, kind, named, passes)
             raise
 
     run.__name__ = "fun"  # the compiled loop's name, as before
