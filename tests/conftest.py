@@ -13,6 +13,8 @@ import zlib
 
 import pytest
 
+from cpu_cost import CpuReport
+
 #: Test file -> keep about one parametrized case in k (per test function).
 SAMPLED_FILES = {
     "test_nn_layers_conv.py": 4,
@@ -29,6 +31,8 @@ SAMPLED_FILES = {
 
 
 def pytest_configure(config):
+    if config.getoption("--cpu-report"):
+        config.pluginmanager.register(CpuReport(config.getoption("--cpu-report")), "cpu-report")
     config.addinivalue_line(
         "markers", "counts_traces: counts traces or compiles, or needs the fast call path; "
         "skipped under BRAINX_CHECK_CACHES=1, which traces once more at every cache reuse")
@@ -42,6 +46,8 @@ def _checking_caches() -> bool:
 def pytest_addoption(parser):
     parser.addoption("--long", action="store_true",
                      help="run every case of the sampled test matrices (make test-long)")
+    parser.addoption("--cpu-report", metavar="FILE",
+                     help="append each test's CPU seconds to FILE (tests/cpu_cost.py sums them)")
 
 
 def _kept(item, seen: set) -> bool:

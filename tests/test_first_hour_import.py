@@ -11,6 +11,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import brainx
 
 BRAINX_DIR = pathlib.Path(brainx.__file__).resolve().parent
@@ -22,52 +24,50 @@ def _run(code, cwd):
                           capture_output=True, text=True, timeout=300)
 
 
-def _installed_dir(tmp_path):
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
     """Where a fresh interpreter finds brainx (this test's own copy, or the installed one when
-    the tests run from another checkout, a git worktree say)."""
-    neutral = tmp_path / "installed"
-    neutral.mkdir(exist_ok=True)
+    the tests run from another checkout, a git worktree say), and whether it is found on
+    sys.path (a wheel, editable_mode=compat) rather than by a finder. Asked once per module:
+    each fresh interpreter that imports brainx costs seconds, and the answer is the same."""
+    neutral = tmp_path_factory.mktemp("neutral")
     out = _run("import os, brainx; print(os.path.dirname(os.path.realpath(brainx.__file__)))",
                neutral)
-    return out.stdout.strip()
-
-
-def _served_by_path_entry(tmp_path):
-    """True when brainx is found on sys.path (a wheel, editable_mode=compat), not by a finder."""
-    neutral = tmp_path / "neutral"
-    neutral.mkdir()
+    where = out.stdout.strip()
     out = _run("import importlib.machinery as m; s = m.PathFinder.find_spec('brainx'); "
                "print(s and s.origin)", neutral)
-    return out.stdout.strip() == os.path.join(_installed_dir(tmp_path), "__init__.py")
+    return where, out.stdout.strip() == os.path.join(where, "__init__.py")
 
 
-def test_a_folder_named_brainx_beside_the_script_is_named_in_the_error(tmp_path):
+def test_a_folder_named_brainx_beside_the_script_is_named_in_the_error(tmp_path, installed):
+    installed_dir, served_by_path_entry = installed
     (tmp_path / "brainx").mkdir()           # a data folder, no __init__.py: a namespace package
     out = _run("import brainx; from brainx import nn; print(brainx.__version__)", tmp_path)
-    if _served_by_path_entry(tmp_path):     # a regular package on sys.path wins: no shadowing
+    if served_by_path_entry:     # a regular package on sys.path wins: no shadowing
         assert out.returncode == 0 and out.stdout.strip() == brainx.__version__, out.stderr
         return
     assert out.returncode == 1
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("ImportError: 'import brainx' found the folder ")
     assert repr(str(tmp_path / "brainx")) in last             # which folder shadowed brainx
-    assert f"brainx (stateful transforms for JAX) is installed in {_installed_dir(tmp_path)}" in last
+    assert f"brainx (stateful transforms for JAX) is installed in {installed_dir}" in last
     assert "Rename or move that folder" in last                # what to do
     assert "AttributeError" not in out.stderr
 
 
-def test_another_regular_package_named_brainx_is_named_in_the_error(tmp_path):
+def test_another_regular_package_named_brainx_is_named_in_the_error(tmp_path, installed):
+    installed_dir, served_by_path_entry = installed
     (tmp_path / "brainx").mkdir()
     (tmp_path / "brainx" / "__init__.py").write_text("VALUE = 1\n")
     out = _run("import brainx.transform", tmp_path)
-    if _served_by_path_entry(tmp_path):   # then the other package hides brainx.transform
+    if served_by_path_entry:   # then the other package hides brainx.transform
         assert "No module named 'brainx.transform'" in out.stderr
         return
     assert out.returncode == 1
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith(f"ImportError: 'import brainx' imported "
                            f"{str(tmp_path / 'brainx' / '__init__.py')!r}, which is not this package")
-    assert "comes first on sys.path" in last and _installed_dir(tmp_path) in last
+    assert "comes first on sys.path" in last and installed_dir in last
 
 
 def test_another_init_in_brainx_own_folder_names_the_meta_package(tmp_path):
