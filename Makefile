@@ -81,7 +81,7 @@ test-long: $(STAMP)
 fuzz: $(STAMP)
 	BRAINX_FUZZ_EXAMPLES=$${BRAINX_FUZZ_EXAMPLES:-10000} BRAINX_FUZZ_RANDOM=1 \
 		$(PY) -m pytest -q tests/test_fuzz_programs.py --hypothesis-show-statistics
-	$(PY) tests/native_fuzz.py --cases $${BRAINX_NATIVE_FUZZ_CASES:-10000} --seed 42
+	$(PY) tests/native_fuzz.py --cases $${BRAINX_NATIVE_FUZZ_CASES:-10000} --seed 42 --progress 1000
 	$(PY) tests/native_fuzz.py --cases 2000 --seed 43 --x64
 
 # The documentation site: Sphinx + MyST + autodoc/autosummary, the book theme, MyST notebooks

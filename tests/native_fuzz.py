@@ -322,7 +322,7 @@ def kernel_case(rng) -> str:
     return "kernel"
 
 
-def run(cases: int, seed: int, first: int = 0) -> int:
+def run(cases: int, seed: int, first: int = 0, progress: int = 0) -> int:
     from brainx.nn.connectivity.native import build
     if build.load() is None:
         print(f"native kernels unavailable: {build.unavailable_reason()}")
@@ -341,6 +341,8 @@ def run(cases: int, seed: int, first: int = 0) -> int:
                   f"--seed {seed} --first {c} --cases 1")
             return 1
         counts[done] = counts.get(done, 0) + 1
+        if progress and (c - first + 1) % progress == 0:
+            print(f"{c - first + 1} cases so far (up to case {c}), 0 failures", flush=True)
     print(f"{cases} cases, 0 failures: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return 0
 
@@ -351,10 +353,11 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--first", type=int, default=0, help="the first case's number")
     parser.add_argument("--x64", action="store_true", help="with jax_enable_x64 (float64 too)")
+    parser.add_argument("--progress", type=int, default=0, help="a line every N cases")
     args = parser.parse_args(argv)
     if args.x64:
         jax.config.update("jax_enable_x64", True)
-    return run(args.cases, args.seed, args.first)
+    return run(args.cases, args.seed, args.first, args.progress)
 
 
 if __name__ == "__main__":
