@@ -27,6 +27,8 @@ SAMPLED_FILES = {
     "test_transform_checks.py": 2,
     "test_nn_layers_basic.py": 2,
     "test_nn_event_group.py": 2,
+    # 8 event/dense equivalence cases (target x ratio x backend), 2-3.5 CPU s each
+    "test_nn_compiled_steps.py": 2,
 }
 
 
