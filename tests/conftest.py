@@ -15,7 +15,7 @@ import pytest
 
 from cpu_cost import CpuReport
 
-#: Test file -> keep about one parametrized case in k (per test function).
+#: Test file (or ``file::function``) -> keep about one parametrized case in k (per test function).
 SAMPLED_FILES = {
     "test_nn_layers_conv.py": 4,
     "test_raw_jax_helpers.py": 3,
@@ -27,8 +27,10 @@ SAMPLED_FILES = {
     "test_transform_checks.py": 2,
     "test_nn_layers_basic.py": 2,
     "test_nn_event_group.py": 2,
-    # 8 event/dense equivalence cases (target x ratio x backend), 2-3.5 CPU s each
-    "test_nn_compiled_steps.py": 2,
+    # one function of a file: its 8 event/dense equivalence cases (target x ratio x backend)
+    # cost 2-3.5 CPU s each; the file's other matrices (drift kinds, surrogates) all run
+    "test_nn_compiled_steps.py::"
+    "test_float_inputs_are_events_where_positive_with_the_gradient_of_x_at_w": 2,
 }
 
 
@@ -53,7 +55,8 @@ def pytest_addoption(parser):
 
 
 def _kept(item, seen: set) -> bool:
-    k = SAMPLED_FILES.get(item.path.name)
+    k = SAMPLED_FILES.get(f"{item.path.name}::{item.originalname}",
+                          SAMPLED_FILES.get(item.path.name))
     if k is None or getattr(item, "callspec", None) is None:
         return True
     function = (item.path.name, item.originalname)
