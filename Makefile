@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_EXTRAS := test,examples
 
-.PHONY: demo test test-core test-check-caches test-long fuzz docs docs-check install bench compat compat-0.6 clean
+.PHONY: demo test test-core test-check-caches test-cost test-long fuzz docs docs-check install bench compat compat-0.6 clean
 
 $(PY):
 	@test -n "$(PYTHON_EXE)" || { echo "no interpreter $(PYTHON) here" >&2; exit 1; }
@@ -69,6 +69,15 @@ test-core: $(STAMP)
 test-check-caches: $(STAMP)
 	BRAINX_CHECK_CACHES=1 PYTHONUNBUFFERED=1 $(PY) -m pytest -q -n $(TEST_WORKERS) \
 		--dist loadscope $(CHECK_CACHES_TESTS)
+
+# what each file of the default run costs in CPU seconds, dearest first (wall times on a shared
+# machine measure its load; tests/cpu_cost.py says more); TESTS="tests/test_a.py ..." for a few
+COST_REPORT ?= build/test-cost.jsonl
+test-cost: $(STAMP)
+	mkdir -p $(dir $(COST_REPORT)) && rm -f $(COST_REPORT)
+	PYTHONUNBUFFERED=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope \
+		--cpu-report=$(COST_REPORT) $(TESTS); status=$$?; \
+		$(PY) tests/cpu_cost.py $(COST_REPORT) --tests 20; exit $$status
 
 # every case of every matrix
 test-long: $(STAMP)
