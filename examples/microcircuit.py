@@ -98,8 +98,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--t-sim", type=float, default=1000.0, help="analysed, ms (default 1000)")
     ap.add_argument("--seed", type=int, default=55)
     ap.add_argument("--json", default=None, help="write the results here")
-    ap.add_argument("--plot", default=None, help="raster and rate figure (default: next to "
-                                                  "this script, microcircuit.png; 'none': no plot)")
+    ap.add_argument("--plot", default=None, help="raster and rate figure (default: "
+                                                  "microcircuit.png in the working folder; 'none': "
+                                                  "no plot)")
     ap.add_argument("--cache", default=None, help="folder for the drawn synapses (brainx.io)")
     args = ap.parse_args(argv)
 
@@ -159,7 +160,7 @@ def main(argv=None) -> dict:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1, default=float)
-    plot_path = args.plot or str(pathlib.Path(__file__).with_name("microcircuit.png"))
+    plot_path = args.plot or "microcircuit.png"
     if plot_path != "none" and steps_sim:
         try:
             plot(raster, pops, rates, plot_path)

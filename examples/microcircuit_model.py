@@ -1,7 +1,8 @@
 """The Potjans & Diesmann (2014) cortical microcircuit, as NEST's reference implementation runs it.
+================================================================================================
 
-The parameters and the rules are those of ``/work/shared/microcircuit.md`` (the project's own
-specification, written from NEST's PyNEST example): eight populations (L23E ... L6I), synapse
+The parameters and the rules are those of the model's specification (docs/microcircuit.md
+summarises it; written from NEST's PyNEST example): eight populations (L23E ... L6I), synapse
 counts from the connection probabilities by the fixed-total-number rule with *full-scale*
 sizes, weights from PSP amplitudes (585.39 pA per mV), per-synapse delays (normal, redrawn
 below 0.05 ms, rounded to the 0.1 ms grid), down-scaling with weights / sqrt(f), the background

@@ -1,5 +1,5 @@
-"""examples/microcircuit_model.py against the numbers of the model's specification (the tables of
-/work/shared/microcircuit.md, computed there from NEST's example), and a short run of
+"""examples/microcircuit_model.py against the numbers of the model's specification (its tables,
+computed there from NEST's example), and a short run of
 examples/microcircuit.py at a tiny scale (it builds, steps and writes its JSON)."""
 
 from __future__ import annotations
