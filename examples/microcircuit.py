@@ -41,7 +41,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+# the model module beside this file (sphinx-gallery runs the example in its folder, without __file__)
+_HERE = pathlib.Path(globals().get("__file__", "microcircuit.py")).resolve().parent
+sys.path.insert(0, str(_HERE))
 import microcircuit_model as model  # noqa: E402
 
 import brainx  # noqa: E402
