@@ -63,12 +63,14 @@ import jaxlib
 from brainx.nn.connectivity.native import cache_trust
 
 __all__ = ["load", "library_path", "compiler", "registered_targets", "unavailable_reason", "TARGET",
-           "DENSE_TARGET", "SOURCE", "SOURCES"]
+           "DENSE_TARGET", "SOURCE", "SOURCES", "HEADERS"]
 
 SOURCE = pathlib.Path(__file__).with_name("event_kernels.cc")
 #: Every C++ source of the library (``event_kernels.cc`` first, then the others of this
 #: folder in name order): one shared library holds all the handlers.
 SOURCES = (SOURCE, *sorted(p for p in SOURCE.parent.glob("*.cc") if p != SOURCE))
+#: The headers the sources include from this folder (in the cache key with the sources).
+HEADERS = tuple(sorted(SOURCE.parent.glob("*.h")))
 #: The FFI target name of the sparse product (the handler ``BrainxEventCsr``).
 TARGET = "brainx_event_csr"
 #: The FFI target name of the dense event product (the handler ``BrainxEventDense``).
@@ -115,7 +117,7 @@ def library_path() -> pathlib.Path:
     same jaxlib).
     """
     key = hashlib.sha256()
-    for part in (*(src.read_bytes() for src in SOURCES), " ".join(_FLAGS).encode(),
+    for part in (*(src.read_bytes() for src in SOURCES + HEADERS), " ".join(_FLAGS).encode(),
                  jaxlib.__version__.encode(),
                  sys.platform.encode(), platform.machine().encode()):
         key.update(part)

@@ -37,35 +37,13 @@
 #include <vector>
 
 #include "xla/ffi/api/ffi.h"
+#include "batch_index.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
 
-// Where one operand's batch entry starts, for each batch entry of the output.
-class DelayBatchIndex {
- public:
-  DelayBatchIndex(ffi::Span<const int64_t> lead, int64_t row, ffi::Span<const int64_t> out_lead)
-      : strides_(out_lead.size(), 0) {
-    int64_t stride = row;
-    for (int64_t d = static_cast<int64_t>(lead.size()) - 1; d >= 0; --d) {
-      if (lead[d] != 1) strides_[d] = stride;
-      stride *= lead[d];
-    }
-  }
-
-  int64_t Offset(int64_t flat, ffi::Span<const int64_t> out_lead) const {
-    int64_t offset = 0;
-    for (int64_t d = static_cast<int64_t>(out_lead.size()) - 1; d >= 0; --d) {
-      offset += (flat % out_lead[d]) * strides_[d];
-      flat /= out_lead[d];
-    }
-    return offset;
-  }
-
- private:
-  std::vector<int64_t> strides_;
-};
+using brainx_native::BatchIndex;
 
 ffi::Span<const int64_t> LeadOf(const ffi::AnyBuffer& b, size_t base) {
   auto dims = b.dimensions();
@@ -154,7 +132,7 @@ ffi::Error Deliver(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
   int64_t n_batch = 1;
   for (int64_t d : out_lead) n_batch *= d;
   const int64_t block = slots * n_post;
-  const DelayBatchIndex bi(LeadOf(buffer, 2), block, out_lead), xi(LeadOf(x, 1), n_pre, out_lead),
+  const BatchIndex bi(LeadOf(buffer, 2), block, out_lead), xi(LeadOf(x, 1), n_pre, out_lead),
       wi(LeadOf(w, 1), n_w, out_lead), pi(LeadOf(indptr, 1), n_pre + 1, out_lead),
       qi(LeadOf(post, 1), nnz, out_lead), di(LeadOf(delay, 1), nnz, out_lead),
       si(LeadOf(step, 1), 1, out_lead);

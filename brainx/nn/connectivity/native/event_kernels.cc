@@ -36,36 +36,13 @@
 #include <vector>
 
 #include "xla/ffi/api/ffi.h"
+#include "batch_index.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
 
-// Where one operand's batch entry starts, for each batch entry of the output.
-class BatchIndex {
- public:
-  // `lead` is the operand's leading axes, `row` the size of what follows them.
-  BatchIndex(ffi::Span<const int64_t> lead, int64_t row, ffi::Span<const int64_t> out_lead)
-      : strides_(out_lead.size(), 0) {
-    int64_t stride = row;
-    for (int64_t d = static_cast<int64_t>(lead.size()) - 1; d >= 0; --d) {
-      if (lead[d] != 1) strides_[d] = stride;
-      stride *= lead[d];
-    }
-  }
-
-  int64_t Offset(int64_t flat, ffi::Span<const int64_t> out_lead) const {
-    int64_t offset = 0;
-    for (int64_t d = static_cast<int64_t>(out_lead.size()) - 1; d >= 0; --d) {
-      offset += (flat % out_lead[d]) * strides_[d];
-      flat /= out_lead[d];
-    }
-    return offset;
-  }
-
- private:
-  std::vector<int64_t> strides_;
-};
+using brainx_native::BatchIndex;
 
 // Calls visit(i, x[i]) for each i < n with x[i] true (nonzero), eight bools tested at a time;
 // stops at the first visit that returns false.
