@@ -37,19 +37,17 @@ with the rule it is reverse mode only, like :class:`~brainx.transform.Nested`).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.extend import core as jex_core
-from jax.extend import source_info_util
 
 from brainx import environ
 from brainx.transform.control.segment_plan import SegmentPlan
 from brainx.transform.remat.remat_loops import take
+from brainx.transform.remat.ring_writes import accumulating_axis, bind, write_kind
 
 __all__ = ["RingPlan", "find_ring_plan", "inline_checkpoints", "has_checkpoint", "enabled",
            "ring_forward", "ring_backward", "ring_leaf", "wants_ring", "PER_STEP", "ENABLED_KEY"]
@@ -78,15 +76,6 @@ def _body_of(eqn) -> Optional[Tuple[Any, list]]:
     return inner, []
 
 
-def _bind(eqn, invals) -> list:
-    """The outputs of ``eqn`` applied to ``invals`` (its source line kept for messages)."""
-    params = eqn.primitive.get_bind_params(eqn.params)
-    subfuns, params = params if isinstance(params, tuple) else ((), params)  # jax < 0.9: a pair
-    with source_info_util.user_context(eqn.source_info.traceback), eqn.ctx.manager:
-        outs = eqn.primitive.bind(*subfuns, *invals, **params)
-    return outs if eqn.primitive.multiple_results else [outs]
-
-
 def _eval_inlined(jaxpr, consts, args, record=None) -> list:
     """Evaluate ``jaxpr``, running the bodies of its calls and checkpoints in place.
 
@@ -104,13 +93,13 @@ def _eval_inlined(jaxpr, consts, args, record=None) -> list:
         env[v] = x
     for eqn in jaxpr.eqns:
         invals = [read(v) for v in eqn.invars]
-        body = _body_of(eqn)
+        body = None if accumulating_axis(eqn) is not None else _body_of(eqn)
         if body is not None:
             outs = _eval_inlined(body[0], body[1], invals, record)
         else:
             if record is not None:
                 record(eqn, invals)
-            outs = _bind(eqn, invals)
+            outs = bind(eqn, invals)
         for v, x in zip(eqn.outvars, outs):
             if not isinstance(v, jex_core.DropVar):
                 env[v] = x
@@ -159,65 +148,18 @@ def _checkpoint_policies(jaxpr) -> bool:
                for e in _walk(jaxpr))
 
 
-@dataclass(frozen=True)
-class _Buffer:
-    """A carried leaf written by one window: where, how, and how to write the window back."""
-
-    leaf: int            # position among the carry leaves
-    eqn: Any             # the writing equation (scatter or dynamic_update_slice)
-    window: Tuple[int, ...]
-
-    def index_vars(self) -> list:
-        return [self.eqn.invars[1]] if self.eqn.primitive.name == "scatter" \
-            else list(self.eqn.invars[2:])
-
-    def old_window(self, buf, index):
-        """The window of ``buf`` the write at ``index`` covers."""
-        if self.eqn.primitive.name == "scatter":   # one row at index[0], out of range: clipped
-            row = lax.dynamic_index_in_dim(buf, jnp.reshape(index[0], ())[()], 0, keepdims=False)
-            return row
-        return lax.dynamic_slice(buf, index, self.window)
-
-    def write_back(self, buf, window, index):
-        """``buf`` with ``window`` written as the step wrote its row (same mode, same clamping)."""
-        if self.eqn.primitive.name == "scatter":
-            return _bind(self.eqn, [buf, index[0], window])[0]
-        return lax.dynamic_update_slice(buf, window, index)
-
-
-def _one_window(eqn, operand_aval) -> Optional[Tuple[int, ...]]:
-    """The window's shape if ``eqn`` writes one window of a buffer worth restoring."""
-    shape = tuple(operand_aval.shape)
-    if not shape or shape[0] < 2:
-        return None
-    name = eqn.primitive.name
-    if name == "dynamic_update_slice":
-        window = tuple(eqn.invars[1].aval.shape)
-        return window if math.prod(window) * 2 <= math.prod(shape) else None
-    if name != "scatter" or eqn.params.get("update_jaxpr") is not None:
-        return None
-    dn = eqn.params["dimension_numbers"]
-    idx_shape = tuple(eqn.invars[1].aval.shape)
-    upd_shape = tuple(eqn.invars[2].aval.shape)
-    if (idx_shape == (1,) and tuple(dn.inserted_window_dims) == (0,)
-            and tuple(dn.scatter_dims_to_operand_dims) == (0,)
-            and tuple(dn.update_window_dims) == tuple(range(len(shape) - 1))
-            and not tuple(dn.operand_batching_dims) and upd_shape == shape[1:]):
-        return upd_shape
-    return None
-
-
 class RingPlan:
     """A step ``f(consts, carry, x) -> (carry, y)`` with its ring buffers found.
 
     Built by :func:`find_ring_plan`. :meth:`step` runs the step with its
     checkpoints inlined; :meth:`record` also returns what the reverse pass
     needs to rebuild the carry before the step (every other carry leaf, and
-    each buffer's overwritten window with its index); :meth:`restore` rebuilds it.
+    per buffer what its write kind keeps: :mod:`~brainx.transform.remat.ring_writes`);
+    :meth:`restore` rebuilds it. A run of steps threads :meth:`start`'s value
+    through :meth:`record` (where each slot was last written).
     """
 
-    def __init__(self, closed, in_tree, out_tree, n_consts: int, carry_tree,
-                 buffers: List[_Buffer]):
+    def __init__(self, closed, in_tree, out_tree, n_consts: int, carry_tree, buffers: list):
         self.closed, self.in_tree, self.out_tree = closed, in_tree, out_tree
         self.n_consts, self.carry_tree, self.buffers = n_consts, carry_tree, buffers
         self._targets = {id(b.eqn): b for b in buffers}
@@ -232,35 +174,63 @@ class RingPlan:
         """``f(consts, carry, x)``, its checkpoints run in place."""
         return self._run(consts, carry, x)
 
-    def record(self, consts, carry, x):
-        """``(new_carry, y), saved``: the step and what :meth:`restore` needs."""
+    def start(self, carry) -> list:
+        """What :meth:`record` threads from step to step, at the start of a run from ``carry``."""
+        leaves = jax.tree.leaves(carry)
+        return [b.start(leaves[b.leaf]) for b in self.buffers]
+
+    def record(self, consts, carry, x, j, aux):
+        """``(new_carry, y), saved, aux``: step ``j`` of a run and what :meth:`restore` needs."""
         seen = {}
 
         def record(eqn, invals):
             if id(eqn) in self._targets:
-                b = self._targets[id(eqn)]
-                seen[b.leaf] = [invals[1]] if eqn.primitive.name == "scatter" else invals[2:]
+                seen[self._targets[id(eqn)].leaf] = invals
 
         out = self._run(consts, carry, x, record)
         leaves = jax.tree.leaves(carry)
         others = [l for i, l in enumerate(leaves) if i not in self.buffer_leaves]
-        windows = [(b.old_window(leaves[b.leaf], seen[b.leaf]), seen[b.leaf])
-                   for b in self.buffers]
-        return out, (others, windows)
+        kept, aux2 = [], []
+        for b, a in zip(self.buffers, aux):
+            k, a = b.record(seen[b.leaf], j, a, None)
+            kept.append(k)
+            aux2.append(a)
+        return out, (others, kept), aux2
 
-    def restore(self, carry_after, saved):
-        """The carry before the step whose :meth:`record` gave ``saved``."""
-        others, windows = saved
-        leaves = jax.tree.leaves(carry_after)
-        it = iter(others)
+    def restore(self, consts, carry_after, saved, j, carry_start):
+        """The carry before step ``j`` of a run from ``carry_start`` whose :meth:`record` s,
+        stacked, are ``saved``."""
+        others, kept = saved
+        leaves, start = jax.tree.leaves(carry_after), jax.tree.leaves(carry_start)
+        it = iter(take(others, j))
         out = [None if i in self.buffer_leaves else next(it) for i in range(len(leaves))]
-        for b, (window, index) in zip(self.buffers, windows):
-            out[b.leaf] = b.write_back(leaves[b.leaf], window, index)
+        env = _ConstEnv(self, consts)
+        for b, k in zip(self.buffers, kept):
+            out[b.leaf] = b.restore(leaves[b.leaf], k, j, start[b.leaf], env)
         return jax.tree.unflatten(self.carry_tree, out)
 
     def names(self) -> List[int]:
         """The positions, among the carry leaves, of the buffers restored."""
         return sorted(self.buffer_leaves)
+
+
+class _ConstEnv:
+    """The values of the step's variables that depend on loop constants only, on demand."""
+
+    def __init__(self, plan: RingPlan, consts):
+        self.jaxpr, self.plan = plan.closed.jaxpr, plan
+        self.env = dict(zip(self.jaxpr.constvars, plan.closed.consts))
+        self.env.update(zip(self.jaxpr.invars, jax.tree.leaves(consts)))
+        self.producer = {v: e for e in self.jaxpr.eqns for v in e.outvars}
+
+    def __call__(self, var):
+        if isinstance(var, jex_core.Literal):
+            return var.val
+        if var not in self.env:
+            eqn = self.producer[var]
+            outs = bind(eqn, [self(v) for v in eqn.invars])
+            self.env.update(zip(eqn.outvars, outs))
+        return self.env[var]
 
 
 def find_ring_plan(f: Callable, consts, carry, x, *, need_checkpoint: bool = True
@@ -288,15 +258,15 @@ def find_ring_plan(f: Callable, consts, carry, x, *, need_checkpoint: bool = Tru
     jaxpr = flat.jaxpr
     producer = {v: e for e in jaxpr.eqns for v in e.outvars}
     out_leaves = jaxpr.outvars[:len(carry_leaves)]    # (carry, y): the carry leaves come first
+    varying = jaxpr.invars[n_consts:]                  # the carry and the step's input
     buffers = []
     for k, v in enumerate(out_leaves):
         invar = jaxpr.invars[n_consts + k]
         eqn = producer.get(v) if isinstance(v, jex_core.Var) else None
-        if eqn is None or eqn.invars[0] is not invar:
-            continue
-        window = _one_window(eqn, invar.aval)
-        if window is not None:
-            buffers.append(_Buffer(k, eqn, window))
+        if eqn is not None and (accumulating_axis(eqn) is None or eqn.outvars[0] is v):
+            kind = write_kind(k, eqn, invar, jaxpr, varying, producer)
+            if kind is not None:
+                buffers.append(kind)
     if not buffers:
         return None
     return RingPlan(flat, in_tree, jax.tree.structure(shape), n_consts, carry_tree, buffers)
@@ -304,33 +274,36 @@ def find_ring_plan(f: Callable, consts, carry, x, *, need_checkpoint: bool = Tru
 
 def ring_forward(plan: RingPlan, consts, c0, xs, length: int, *, reverse: bool,
                  monitor: Optional[Callable] = None):
-    """The loop run with :meth:`RingPlan.record`: ``((final carry, ys), (final carry, saved))``.
-
-    ``saved`` is stacked by index, as ``ys`` is (``lax.scan``'s order).
-    """
-    def one(c, i):
-        (c2, y), saved = plan.record(consts, c, take(xs, i))
+    """The loop run with :meth:`RingPlan.record`: ``((final carry, ys), kept)``, ``kept``
+    being ``(final carry, saved, c0)`` with ``saved`` stacked by index, as ``ys`` is
+    (``lax.scan``'s order)."""
+    def one(carry, i):
+        c, aux = carry
+        (c2, y), saved, aux = plan.record(consts, c, take(xs, i), i, aux)
         if monitor is not None:
             monitor(length - i if reverse else i + 1, c2, y)
-        return c2, (y, saved)
+        return (c2, aux), (y, saved)
 
-    c, (ys, saved) = lax.scan(one, c0, jnp.arange(length), reverse=reverse)
-    return (c, ys), (c, saved)
+    (c, _), (ys, saved) = lax.scan(one, (c0, plan.start(c0)), jnp.arange(length),
+                                   reverse=reverse)
+    return (c, ys), (c, saved, c0)
 
 
 def ring_backward(plan: RingPlan, rev, kept, state, steps: Callable, length: int, unroll: int):
     """Reverse ``length`` steps from the carry after the last: restore, then apply each step.
 
-    ``kept`` is ``(carry after the last step, saved)``; ``steps(j)`` is ``(t, row)``: the
-    loop step of the ``j``-th step here and its row in ``saved``. ``rev`` reverses one
-    step (:class:`~brainx.transform.remat.reverse_loops._Reverser`).
+    ``kept`` is ``(carry after the last step, saved, carry before the first)``;
+    ``steps(j)`` is ``(t, row)``: the loop step of the ``j``-th step here and its row in
+    ``saved``. ``rev`` reverses one step
+    (:class:`~brainx.transform.remat.reverse_loops._Reverser`).
     """
-    c_end, saved = kept
+    c_end, saved, c_start = kept
+    consts = rev.k_tree.unflatten(rev.k_leaves)
 
     def back(carry, j):
         c_next, state = carry
         t, row = steps(j)
-        c = plan.restore(c_next, take(saved, row))
+        c = plan.restore(consts, c_next, saved, row, c_start)
         return (c, rev.reverse_at(state, c, t)), None
 
     return lax.scan(back, (c_end, state), jnp.arange(length), reverse=True, unroll=unroll)[0][1]
@@ -341,13 +314,15 @@ def ring_leaf(plan: RingPlan, rev, c, o, state, length: int, unroll: int):
     from carry ``c``: recorded forward, then reversed with its buffers restored."""
     consts = rev.k_tree.unflatten(rev.k_leaves)
 
-    def one(c, j):
+    def one(carry, j):
+        c, aux = carry
         x = rev.x_tree.unflatten(rev._x(o + j)) if rev.x_leaves else rev.xs
-        (c2, _), saved = plan.record(consts, c, x)
-        return c2, saved
+        (c2, _), saved, aux = plan.record(consts, c, x, j, aux)
+        return (c2, aux), saved
 
-    kept = lax.scan(one, c, jnp.arange(length))
-    return ring_backward(plan, rev, kept, state, lambda j: (o + j, j), length, unroll)
+    (c_end, _), saved = lax.scan(one, (c, plan.start(c)), jnp.arange(length))
+    return ring_backward(plan, rev, (c_end, saved, c), state, lambda j: (o + j, j), length,
+                         unroll)
 
 
 def wants_ring(schedule) -> Optional[str]:
