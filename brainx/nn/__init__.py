@@ -89,6 +89,7 @@ from brainx.nn.connectivity.event_group import EventFixedProbGroup
 from brainx.nn.connectivity.delayed_conn import DelayedEventConn
 from brainx.nn.connectivity.delayed_csr import DelayedCSR, delay_steps
 from brainx.nn.connectivity.fixed_total import fixed_total_number, fixed_total_number_blocks
+from brainx.nn.connectivity.fixed_total_onto import fixed_total_number_onto
 from brainx.nn.connectivity.event_linear import EventLinear
 from brainx.nn.connectivity.sparse_linear import SparseLinear
 
@@ -150,7 +151,7 @@ __all__ = [
     "receive_update_input", "not_receive_update_input",
     "receive_update_output", "not_receive_update_output", "hooks",
     "FixedNumConn", "EventFixedNumConn", "EventFixedProb", "EventFixedProbGroup", "EventLinear",
-    "DelayedEventConn", "DelayedCSR", "delay_steps", "fixed_total_number", "fixed_total_number_blocks",
+    "DelayedEventConn", "DelayedCSR", "delay_steps", "fixed_total_number", "fixed_total_number_blocks", "fixed_total_number_onto",
     "SparseLinear",
     "event_backend", "set_event_backend", "get_event_backend", "use_event_backend",
     "Param", "Const", "Transform", "IdentityT", "SoftplusT", "NegSoftplusT", "ExpT", "LogT",
