@@ -141,9 +141,9 @@ def hlo_collectives(compiled: Any) -> List[Collective]:
     branches = _branch_computations(text)
     found, current = [], None
     for line in text.splitlines():
-        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
-        if head and "=" not in line.split("{")[0]:
-            current = head.group(1)
+        head = _header(line)
+        if head:
+            current = head
             continue
         m = re.search(r"=\s*([a-z0-9]+\[[0-9,]*\])\S*\s+(" + "|".join(_KINDS) +
                       r")(?:-start)?\(", line)
@@ -161,9 +161,9 @@ def _branch_computations(text: str) -> set:
     calls = {}
     current = None
     for line in text.splitlines():
-        head = re.match(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
-        if head and "=" not in line.split("{")[0]:
-            current = head.group(1)
+        head = _header(line)
+        if head:
+            current = head
             continue
         for callee in re.findall(r"(?:to_apply|calls|body|condition)=%?([\w.\-]+)", line):
             calls.setdefault(current, set()).add(callee)
@@ -174,6 +174,14 @@ def _branch_computations(text: str) -> set:
                 found.add(callee)
                 todo.append(callee)
     return found
+
+
+def _header(line: str):
+    """The name of the computation a line of HLO text opens (unindented, ending in ``{``)."""
+    if line[:1].isspace() or not line.rstrip().endswith("{"):
+        return None
+    m = re.match(r"^(?:ENTRY\s+)?%?([\w.\-]+)", line)
+    return m.group(1) if m else None
 
 
 def _nbytes(shape: str) -> int:
