@@ -173,16 +173,18 @@ def test_ei_network_with_an_output_delay(request):
     reports, steps = _ei_reports()
     (net, delayed), (_, plain) = reports[str(1.5 * u.ms)], reports[str(0.0 * u.ms)]
     buffer = next(iter(net.states(brainx.DelayState).values())).value
-    row, whole = buffer[0].nbytes, buffer.nbytes
+    whole = buffer.nbytes
     for rep in (delayed, plain):
         assert max(r.max_error for r in rep) < 2e-5
-    # a checkpointed step: the network without delays plus one row of the buffer per step
-    assert delayed["step"].temp_bytes <= plain["step"].temp_bytes + steps * row * 1.1
-    assert delayed["step"].temp_bytes <= 0.55 * delayed["no remat"].temp_bytes
+    # a checkpointed step: the network without delays (its one-row buffer kept whole per step)
+    # at most; the spike rows the buffer gets are kept as bool (measured 2026-12-09, T=120:
+    # 1,142 KiB against 1,265 without delays and 2,523 without remat: 0.45x)
+    assert delayed["step"].temp_bytes <= plain["step"].temp_bytes + 2 * whole
+    assert delayed["step"].temp_bytes <= 0.5 * delayed["no remat"].temp_bytes
     # checkpointed loops: the network without delays plus the buffer once per kept carry
-    # (segment starts, snapshots), and a few working copies of it (its cotangent)
-    # (measured 2026-12-07, T=120: Nested 1,175 KiB against 471 + 12 segment starts x 40 KiB;
-    # the rest is the buffer's cotangent and the loops' copies of their carries)
-    carries = {"nested": bt.Nested().plan(steps).slots, "binomial": 8 + 1}
+    # (segment starts, snapshots) and its cotangent; Binomial one more: XLA copies the initial
+    # carry into its reverse loop (measured 2026-12-09, T=120, checkpointed step: Binomial(8)
+    # 545 KiB against 144 + 10.0 x 40 KiB)
+    carries = {"nested": bt.Nested().plan(steps).slots + 1, "binomial": 8 + 1 + 2}
     for name, kept in carries.items():
-        assert delayed[name].temp_bytes <= plain[name].temp_bytes + (kept + 6) * whole, name
+        assert delayed[name].temp_bytes <= plain[name].temp_bytes + kept * whole, name

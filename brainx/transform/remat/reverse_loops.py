@@ -334,7 +334,9 @@ def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, un
     """``lax.scan`` of ``body(consts, carry, x) -> (carry, y)``, reversed by ``schedule``.
 
     ``unroll`` unrolls the loops that apply the step VJPs of a :class:`Nested`
-    schedule; the forward loops stay rolled (``Binomial`` unrolls nothing).
+    schedule; the forward loops stay rolled (``Binomial`` unrolls nothing). A step that
+    writes a ring buffer (:mod:`~brainx.transform.remat.ring_buffers`) is not unrolled:
+    XLA would keep a copy of the buffer's cotangent for every step of an unrolled iteration.
     """
     if length == 0:
         return lax.scan(lambda c, x: body(consts, c, x), init, xs, length=0)
@@ -347,6 +349,11 @@ def vjp_scan(body: Callable, consts, init, xs, length: int, *, reverse: bool, un
                                                     need_checkpoint=mode != "always")
     if ring is not None:  # the step's checkpoints inlined: each step is recomputed once
         f = ring.step
+    if unroll > 1 and (ring is not None or find_ring_plan(
+            f, (consts, hoisted), init, x0, need_checkpoint=False) is not None):
+        # unrolled, XLA kept one copy of a ring buffer's cotangent per unrolled step (the
+        # E/I network of issue 44, unroll 5: 4 buffers more than the 12 carries kept)
+        unroll = 1
 
     stride = 0 if plan is None else plan.stride
 

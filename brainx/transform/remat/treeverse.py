@@ -57,8 +57,12 @@ def treeverse(advance: Callable, reverse_at: Callable, c0, n, snapshots: int, st
     folds step ``t`` (with input carry ``c``) into the backward ``state``.
     """
     size = snapshots + 1
-    slots = jax.tree.map(
-        lambda a: jnp.zeros((size,) + jnp.shape(a), jnp.result_type(a)).at[0].set(a), c0)
+    # slot 0 is c0 itself (the loop keeps it anyway): only the other snapshots are stacked
+    slots = jax.tree.map(lambda a: jnp.zeros((snapshots,) + jnp.shape(a), jnp.result_type(a)), c0)
+
+    def carry_at(slots, d):
+        return jax.tree.map(lambda s, a: jnp.where(d == 0, a, s[jnp.maximum(d - 1, 0)]),
+                            slots, c0)
     n = jnp.asarray(n, jnp.int32)
     lo = jnp.zeros((size,), jnp.int32)
     hi = jnp.zeros((size,), jnp.int32).at[0].set(n)
@@ -78,15 +82,15 @@ def treeverse(advance: Callable, reverse_at: Callable, c0, n, snapshots: int, st
         d, lo, hi, slots = v
         a, b = lo[d], hi[d]
         left = binomial_split(b - a, snapshots - d)
-        c = forward(jax.tree.map(lambda s: s[d], slots), a, left)
-        slots = jax.tree.map(lambda s, v: s.at[d + 1].set(v), slots, c)
+        c = forward(carry_at(slots, d), a, left)
+        slots = jax.tree.map(lambda s, v: s.at[d].set(v), slots, c)
         return d + 1, lo.at[d + 1].set(a + left), hi.at[d].set(a + left).at[d + 1].set(b), slots
 
     def reverse_one(v):
         d, lo, hi, slots, state = v
         d, lo, hi, slots = lax.while_loop(splittable, split, (d, lo, hi, slots))
         a, b = lo[d], hi[d]
-        c = forward(jax.tree.map(lambda s: s[d], slots), a, b - 1 - a)
+        c = forward(carry_at(slots, d), a, b - 1 - a)
         state = reverse_at(state, c, b - 1)
         return jnp.where(b - 1 == a, d - 1, d), lo, hi.at[d].set(b - 1), slots, state
 
