@@ -157,10 +157,10 @@ def parse(argv=None):
     p.add_argument("--every", type=int, default=1, help="exchange the spikes every N steps")
     p.add_argument("--delay-min", type=float, default=0.05, help="delays redrawn below (ms)")
     p.add_argument("--seed", type=int, default=55)
-    p.add_argument("--fast", action="store_true", help="scale 0.02, 100 steps (tests)")
+    p.add_argument("--fast", action="store_true", help="scale 0.05, 300 steps (tests)")
     args = p.parse_args(argv)
     if args.fast:
-        args.scale, args.steps = 0.02, 100
+        args.scale, args.steps = 0.05, 300
     return args
 
 

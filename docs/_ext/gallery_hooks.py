@@ -43,6 +43,10 @@ def example_args(stem):
         "static_argnums_train_eval": ["--iters", "40"],
         "data_parallel_snn": ["--fast"],
         "model_parallel_network": ["--fast"],
+        # 65 536 neurons (not a million) over the gallery's 8 CPU devices, 100 steps
+        "brain_scale": ["--fast"],
+        # scale 0.05 for 300 steps, one device against eight
+        "partitioned_microcircuit": ["--fast"],
         # a tenth of the default scale (772 neurons, 30 k synapses), 100 ms warm-up, 300 ms
         "microcircuit": ["--scale", "0.01", "--t-presim", "100", "--t-sim", "300"],
     }.get(stem, [])
