@@ -2,13 +2,15 @@
 
 Random buffer lengths, read positions (how far back), write positions at the start (so
 that the buffer wraps around at different steps), a second buffer the rule does not apply
-to (an accumulating one, kept whole), and every loop: ``for_loop``, ``scan`` in reverse and
+to (an undeclared accumulating one, kept whole), a third declared accumulating
+(``ring_writes.accumulating``: rebuilt from the later buffer), and every loop: ``for_loop``, ``scan`` in reverse and
 each ``checkpointed_for_loop`` strategy, against the no-remat ``for_loop`` of the plain step.
 Read and write positions are arguments of the compiled gradients, so one compilation serves
 every example of a buffer length and loop (a few seconds in all).
 """
 
 import functools
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -17,8 +19,12 @@ from hypothesis import given, settings, strategies as st
 
 import brainx
 from brainx import nn, transform as bt
+from brainx.transform.remat.ring_writes import accumulating
 
 N, T = 5, 13
+#: examples per run: a few by default (one compilation per buffer length and loop), more
+#: with ``--long`` (make test-long)
+EXAMPLES = 40 if "--long" in sys.argv else 8
 LOOPS = ["for_loop", "scan_reverse", "remat", "nested", "binomial", "nested_remat", "no_remat"]
 
 
@@ -30,15 +36,23 @@ def _model(length: int):
     delay.max_length = length
     nn.init_all_states(delay)
     acc = brainx.DelayState(jnp.zeros((length, N)), name="acc")  # accumulating: left as it is
+    declared = brainx.DelayState(jnp.zeros((length, N)), name="declared")
+
+    def add(b, slot, now):           # consume the slot, deliver `now` back + 1 slots later
+        return b.at[slot].set(0.0).at[(slot + 1 + back_of(b)) % length].add(now)
+
+    back_of = lambda b: length // 2
 
     def step(x, back):
-        now = jnp.tanh(delay.retrieve_at_step(back) @ W.value + acc.value[delay.write_ptr.value] + x)
         slot = delay.write_ptr.value
+        now = jnp.tanh(delay.retrieve_at_step(back) @ W.value + acc.value[slot] + x
+                       + jnp.sin(declared.value[slot]))
         acc.value = acc.value.at[(slot + 2) % length].add(0.3 * now).at[slot].set(0.0)
+        declared.value = accumulating(add, declared.value, slot, 0.5 * now)
         delay.update(now)
         return jnp.sum(now ** 2)
 
-    return W, delay, acc, step
+    return W, delay, (acc, declared), step
 
 
 @functools.lru_cache(maxsize=None)
@@ -49,7 +63,8 @@ def _gradient(length: int, loop: str):
     def loss(xs, back, start):
         delay.history.value = jnp.zeros((length, N))
         delay.write_ptr.value = start
-        acc.value = jnp.zeros((length, N))
+        for a in acc:
+            a.value = jnp.zeros((length, N))
         one = lambda x: f(x, back)
         if loop in ("plain", "for_loop"):
             ys = bt.for_loop(one, xs)
@@ -62,7 +77,7 @@ def _gradient(length: int, loop: str):
     return bt.jit(bt.grad(loss, grad_states=W))
 
 
-@settings(max_examples=8, deadline=None, derandomize=True)
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True)
 @given(length=st.sampled_from([3, 6]), loop=st.sampled_from(LOOPS), data=st.data())
 def test_gradients_equal_the_no_remat_program(length, loop, data):
     back = data.draw(st.integers(0, length - 1), label="read steps back")

@@ -49,6 +49,7 @@ from brainx.nn.connectivity.delayed_csr import DelayedCSR
 from brainx.nn.connectivity.native.delivery import DelayedRows, deliver
 from brainx.nn.modules.module import Module
 from brainx.state.state import HiddenState, LongTermState, ParamState
+from brainx.transform.remat.ring_writes import accumulating
 
 __all__ = ["DelayedEventConn"]
 
@@ -140,15 +141,23 @@ class DelayedEventConn(Module):
         """
         self._require_state()
         x = self._input(spikes)
-        rows = self.rows.with_arrays(self.indptr.value, self.targets.value, self.delays.value)
-        buffer, arriving = deliver(u.get_mantissa(self.buffer.value), x,
-                                   u.get_mantissa(self.weight.value), rows, self.step.value,
-                                   event=self.event, native=self.native)
+        buffer = u.get_mantissa(self.buffer.value)
+        # declared accumulating: a checkpointed loop keeps the consumed slot and the spikes
+        # per step, not the buffer (brainx.transform.remat.ring_writes)
+        buffer, arriving = accumulating(
+            self._deliver, buffer, self.step.value % self.slots, x,
+            u.get_mantissa(self.weight.value), self.step.value, self.indptr.value,
+            self.targets.value, self.delays.value, axis=buffer.ndim - 2)
         unit = self.current_unit
         self.buffer.value = u.maybe_decimal(u.Quantity(buffer, unit=unit))
         self.arriving.value = u.maybe_decimal(u.Quantity(arriving, unit=unit))
         self.step.value = self.step.value + 1
         return self.arriving.value
+
+    def _deliver(self, buffer, slot, x, weight, step, indptr, targets, delays):
+        """:func:`deliver` over the layout arrays given (``slot`` is ``step mod slots``)."""
+        rows = self.rows.with_arrays(indptr, targets, delays)
+        return deliver(buffer, x, weight, rows, step, event=self.event, native=self.native)
 
     def _input(self, x):
         if self.event or not isinstance(x, u.Quantity):

@@ -28,8 +28,11 @@ declared by          inputs to the write that vary    added (the write run again
 Every restore is exact but :class:`Accumulate`'s: there ``(b + a) - a`` is
 ``b`` up to float rounding (a few ulps of the slot's largest partial sum; a
 slot is put back exactly each time it is consumed, so the error never outlives
-one trip round the buffer). A write whose added values read the buffer
-itself is not accepted: the buffer is then kept whole, as before.
+one trip round the buffer). The declaration is the caller's promise that the
+added values do not read the write's ``buffer`` argument; its other arguments
+may have been computed from the buffer (they are kept, not recomputed). An
+undeclared accumulating write (``.at[i].add``) is not restored: the buffer is
+then kept whole, as before.
 
 :class:`Overwrite` keeps the row *written*, not the one overwritten, so that a
 spike row is kept as ``bool`` (a quarter of ``float32``): the row a step
@@ -182,6 +185,7 @@ class Accumulate:
     eqn: Any             # the marked call: (buffer, slot, *args) -> (new buffer, *outs)
     axis: int
     varying: Tuple[bool, ...]   # per arg after (buffer, slot): computed per step (kept)
+    binary: Tuple[bool, ...]    # per arg: provably 0/1 (kept as bool)
 
     def start(self, buf):
         return ()
@@ -189,14 +193,15 @@ class Accumulate:
     def record(self, invals, j, aux, const_env):
         buf, slot, args = invals[0], invals[1], invals[2:]
         consumed = lax.dynamic_index_in_dim(buf, slot, self.axis, keepdims=False)
-        kept = [a for a, v in zip(args, self.varying) if v]
+        kept = [a.astype(jnp.bool_) if b else a
+                for a, v, b in zip(args, self.varying, self.binary) if v]
         return (consumed, slot, kept), aux
 
     def restore(self, buf_after, saved, j, buf_start, const_env):
         consumed, slot, kept = take(saved, j)
         it = iter(kept)
-        fixed = [v for v in self.eqn.invars[2:]]
-        args = [next(it) if vary else const_env(var) for var, vary in zip(fixed, self.varying)]
+        args = [next(it).astype(var.aval.dtype) if vary else const_env(var)
+                for var, vary in zip(self.eqn.invars[2:], self.varying)]
         added = bind(self.eqn, [jnp.zeros_like(buf_after), slot] + args)[0]
         before = buf_after - added
         return lax.dynamic_update_index_in_dim(before, consumed.astype(before.dtype), slot,
@@ -269,15 +274,11 @@ def write_kind(leaf: int, eqn, invar, jaxpr, varying_inputs, producers):
     if axis is not None:
         if eqn.invars[0] is not invar:
             return None
-        args = eqn.invars[2:]
-        on_buffer = _depends(jaxpr, [invar])
-        if any(isinstance(a, jex_core.Var) and a in on_buffer for a in args):
-            return None            # what is added reads the buffer: keep it whole
-        if isinstance(eqn.invars[1], jex_core.Var) and eqn.invars[1] in on_buffer:
-            return None
+        args = eqn.invars[2:]      # those computed in the step are kept, whatever they read
         vary = _depends(jaxpr, varying_inputs)
         return Accumulate(leaf, eqn, axis,
-                          tuple(isinstance(a, jex_core.Var) and a in vary for a in args))
+                          tuple(isinstance(a, jex_core.Var) and a in vary for a in args),
+                          tuple(_is_binary(a, producers) for a in args))
     if eqn.invars[0] is not invar:
         return None
     window = _one_window(eqn, invar.aval)
