@@ -6,12 +6,15 @@ Poisson(``nu K dt``) number of spikes, independent from step to step and from ne
 (a delay only shifts a stationary process). That is what NEST's ``poisson_generator`` delivers
 to each of its targets, and what this layer draws: one uniform number per neuron and step,
 turned into a count by the inverse of the Poisson distribution function (no per-source work, no
-rejection loop). The count is capped at the smallest ``k`` whose upper tail ``P(N > k)`` is
-below ``2**-30``: far below what a float32 uniform number resolves.
+rejection loop). The numbers are Philox4x32-10's and the count is read off a table of the
+distribution function, on CPU by a native kernel (:mod:`~brainx.nn.dynamics.poisson_draws`:
+about ten times cheaper there than jax's threefry numbers), elsewhere in plain JAX, with the same
+counts. The count is capped at the smallest ``k`` whose upper tail ``P(N > k)`` is below
+``2**-30``: far below what a 24-bit uniform number resolves.
 
-The random numbers come from a :class:`brainx.random.RandomState` (the module's own when it is
-given a ``seed``, else the default generator), so they thread through ``jit`` and ``for_loop``
-like any state.
+Each step takes a fresh key from a :class:`brainx.random.RandomState` (the module's own when it
+is given a ``seed``, else the default generator), so the draws thread through ``jit``,
+``for_loop`` and ``vmap`` like any state.
 """
 
 from __future__ import annotations
@@ -19,18 +22,17 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import brainunit as u
+import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.stats
 
 from brainx import environ
 from brainx import random as brainx_random
 from brainx.nn.dynamics.base import Dynamics
+from brainx.nn.dynamics.poisson_draws import poisson_counts, poisson_table
 from brainx.nn.init import param
 
 __all__ = ["PoissonBackground"]
-
-_TAIL = 2.0 ** -30
 
 
 def _in(owner: str, name: str, value: Any, unit: Any) -> np.ndarray:
@@ -58,6 +60,10 @@ class PoissonBackground(Dynamics):
     seed : int, optional
         A seed for this module's own generator (a ``RandomState`` state of the module); by
         default the numbers come from ``brainx.random``'s default generator.
+    native : bool, optional
+        Draw the counts with the native kernel (``True``), in plain JAX (``False``), or
+        choose: native on CPU where it builds (default). Both give the same counts
+        (:mod:`~brainx.nn.dynamics.poisson_draws`).
     name : str, optional
         Shown in ``repr`` and in error messages.
 
@@ -72,7 +78,7 @@ class PoissonBackground(Dynamics):
     """
 
     def __init__(self, in_size, rate, weight, seed: Optional[int] = None,
-                 name: Optional[str] = None):
+                 native: Optional[bool] = None, name: Optional[str] = None):
         super().__init__(in_size, name=name)
         who = "PoissonBackground" + (f" {name!r}" if name else "")
         self._who = who
@@ -85,28 +91,28 @@ class PoissonBackground(Dynamics):
         self.rate = u.Quantity(self._rate_hz, unit=u.Hz)
         self.weight = u.Quantity(self._weight_pa, unit=u.pA)
         self.rng = None if seed is None else brainx_random.RandomState(seed)
+        self.native = native
+        self._tables = {}
 
-    def _table(self, dtype):
-        """``lam = rate dt``, ``exp(-lam)`` and the cap on the count, for the current ``dt``."""
+    def _table(self):
+        """``(table, group)`` of the Poisson laws ``rate * dt`` (:func:`poisson_table`), for the
+        current ``dt`` (made once per ``dt``)."""
         dt = environ.get_dt()
         dt_ms = float(u.Quantity(dt).to_decimal(u.ms)) if isinstance(dt, u.Quantity) else float(dt)
-        lam = self._rate_hz * dt_ms * 1e-3
-        cap = int(scipy.stats.poisson.isf(_TAIL, float(np.max(lam)))) + 1 if np.max(lam) > 0 else 0
-        return np.asarray(lam, dtype), np.asarray(np.exp(-lam), dtype), cap
+        if self._tables.get("dt_ms") != dt_ms:
+            lam = np.broadcast_to(self._rate_hz * dt_ms * 1e-3, self.varshape)
+            self._tables = {"dt_ms": dt_ms, "table": poisson_table(lam)}
+        return self._tables["table"]
 
     def counts(self, batch_size: Optional[int] = None) -> Any:
         """This step's Poisson counts, shape ``(batch_size, *in_size)`` or ``in_size`` (int32)."""
-        lam, p0, cap = self._table(np.float32)
+        table, group = self._table()
         shape = self.varshape if batch_size is None else (int(batch_size),) + self.varshape
         gen = self.rng if self.rng is not None else brainx_random.DEFAULT
-        U = gen.random(size=shape, dtype=jnp.float32)
-        n = jnp.zeros(shape, jnp.int32)
-        p, F = jnp.asarray(p0), jnp.asarray(p0)
-        for k in range(1, cap + 1):                  # n = #{k: U >= F(k-1)}: the inverse CDF
-            n = n + (U >= F)
-            p = p * (lam / k)
-            F = F + p
-        return n
+        key = jax.random.bits(gen.split_key(), (2,), jnp.uint32)
+        flat = poisson_counts(key, table, group, shape[:-len(self.varshape)] + (group.size,),
+                              native=self.native)
+        return flat.reshape(shape)
 
     def update(self, batch_size: Optional[int] = None) -> Any:
         """This step's current jumps (pA): ``weight`` times a Poisson count per neuron."""

@@ -76,7 +76,8 @@ TARGET = "brainx_event_csr"
 #: The FFI target name of the dense event product (the handler ``BrainxEventDense``).
 DENSE_TARGET = "brainx_event_dense"
 _SYMBOLS = {TARGET: "BrainxEventCsr", DENSE_TARGET: "BrainxEventDense",
-            "brainx_delayed_csr": "BrainxDelayedCsr"}
+            "brainx_delayed_csr": "BrainxDelayedCsr",
+            "brainx_poisson_counts": "BrainxPoissonCounts"}
 _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-DNDEBUG")
 _LOCK = threading.Lock()
 _STATE: dict = {}          # "lib": the loaded library or None, "why": the reason it is None
