@@ -3,7 +3,9 @@
 * tests/multidevice/ runs as a separate pytest on 8 fake CPU devices;
 * a data-parallel training step runs in 2 processes joined by
   ``jax.distributed.initialize`` (CPU collectives over gloo), each feeding its
-  half of the batch; losses and parameters must equal a one-process run.
+  half of the batch; losses and parameters must equal a one-process run;
+* under --long, the partitioned microcircuit in 2 processes of 4 fake devices each
+  (tests/multidevice/two_process_brain_scale.py) must give one device's spikes.
 """
 
 import os
@@ -14,6 +16,7 @@ import sys
 
 import jax
 import numpy as np
+import pytest
 
 ROOT = pathlib.Path(__file__).parent.parent
 MULTI = ROOT / "tests" / "multidevice"
@@ -79,3 +82,34 @@ def test_two_process_data_parallel_step_equals_one_process(tmp_path):
     for path, leaf in leaves:
         np.testing.assert_allclose(got[jax.tree_util.keystr(path)], np.asarray(leaf),
                                    rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("every,delay_min", [(1, 0.05), (5, 0.45)])
+def test_two_processes_of_four_devices_give_one_devices_microcircuit_spikes(request, tmp_path,
+                                                                           every, delay_min):
+    """The partitioned microcircuit (scale 0.1, 1000 steps) on 2 jax.distributed processes x 4
+    fake devices equals one device; each process draws only its 4 blocks' synapses. Under
+    --long (two processes start and compile: about 10 CPU s each case)."""
+    if not request.config.getoption("--long"):
+        pytest.skip("make test-long (--long)")
+    out = tmp_path / "spikes.npz"
+    port = _free_port()
+    script = str(MULTI / "two_process_brain_scale.py")
+    args = [str(out), "0.1", "1000", str(every), str(delay_min)]
+    procs = [subprocess.Popen([sys.executable, script, str(i), str(port), *args], cwd=ROOT,
+                              env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for i in range(2)]
+    logs = []
+    try:
+        for p in procs:
+            logs.append(p.communicate(timeout=400)[0])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert all(p.returncode == 0 for p in procs), "\n----\n".join(x[-3000:] for x in logs)
+    got = np.load(out)
+    assert got["one"].sum() > 1000
+    np.testing.assert_array_equal(got["eight"], got["one"])
+    first, second = got["blocks"].tolist(), np.load(str(out) + ".1.npz")["blocks"].tolist()
+    assert len(first) == len(second) == 4 and not set(map(tuple, first)) & set(map(tuple, second))

@@ -128,7 +128,7 @@ class PartitionedDelayedConn(Module):
                              f"{exchange_every}, but the shortest delay is {self.min_delay} "
                              f"steps; spikes can be exchanged at most every {self.min_delay} "
                              "steps (the shortest delay) and at least every step.")
-        self.block_nnz = _global_max(max(len(b[1]) for b in blocks.values()))
+        self.block_nnz = _global_max(max(len(b[1]) for b in blocks.values()), partition.mesh)
         self._place(blocks)
 
     # -- construction ---------------------------------------------------------------------------
@@ -149,9 +149,10 @@ class PartitionedDelayedConn(Module):
             blocks[b] = (conn.indptr.astype(np.int32), conn.targets, conn.delays,
                          np.broadcast_to(conn.weights, conn.targets.shape).astype(np.float32))
             del conn
-        nnz = _global_sum(sum(s[0] for s in stats))
-        max_delay = _global_max(max(s[1] for s in stats))
-        min_delay = -_global_max(-min(s[2] for s in stats))
+        mesh = part.mesh
+        nnz = _global_sum(sum(s[0] for s in stats), mesh)
+        max_delay = _global_max(max(s[1] for s in stats), mesh)
+        min_delay = -_global_max(-min(s[2] for s in stats), mesh)
         return blocks, (nnz, max(max_delay, 1), max(min(min_delay, max_delay), 1), stats[0][3])
 
     def _place(self, blocks) -> None:
@@ -193,7 +194,8 @@ class PartitionedDelayedConn(Module):
         part = self.partition
 
         def zeros(shape, spec, dtype=jnp.float32, unit=None):
-            value = jax.device_put(jnp.zeros(shape, dtype), part.sharding(spec))
+            # made in place on every device, also on a mesh of several processes
+            value = jax.jit(lambda: jnp.zeros(shape, dtype), out_shardings=part.sharding(spec))()
             return u.maybe_decimal(u.Quantity(value, unit=unit)) if unit is not None else value
 
         neurons, slots = part.spec(1), part.spec(2)
@@ -285,15 +287,20 @@ class PartitionedDelayedConn(Module):
                                  "call init_state() (or partition.init_all_states(model)) first.")
 
 
-def _global_max(x: int) -> int:
-    """The largest ``x`` over the processes (``jax.distributed``), or ``x`` in one process."""
-    if jax.process_count() == 1:
+def _spans_processes(mesh) -> bool:
+    return len({d.process_index for d in mesh.devices.flat}) > 1
+
+
+def _global_max(x: int, mesh) -> int:
+    """The largest ``x`` over the processes of ``mesh`` (``jax.distributed``; every process
+    calls it), or ``x`` when the mesh is on this process alone."""
+    if not _spans_processes(mesh):
         return int(x)
     return int(np.max(multihost_utils.process_allgather(np.asarray(x, np.int64))))
 
 
-def _global_sum(x: int) -> int:
-    """The sum of ``x`` over the processes."""
-    if jax.process_count() == 1:
+def _global_sum(x: int, mesh) -> int:
+    """The sum of ``x`` over the processes of ``mesh``."""
+    if not _spans_processes(mesh):
         return int(x)
     return int(np.sum(multihost_utils.process_allgather(np.asarray(x, np.int64))))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, Optional
 
 import jax
+import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from brainx.graph import states as find_states
@@ -73,9 +74,23 @@ def shard_states(target: Any, specs: Optional[Dict[Any, PartitionSpec]] = None,
         spec = next((spec for selects, spec in rules if selects(path, state)), None)
         sharding = _sharding_for(state, spec, mesh, path)
         state.sharding = sharding
-        state.value = jax.tree.map(lambda x: jax.device_put(x, sharding), state.value)
+        state.value = jax.tree.map(lambda x: _put(x, sharding), state.value)
     structure_changed()  # compiled functions read the new shardings on their next call
     return placed
+
+
+def _put(x: Any, sharding: NamedSharding) -> jax.Array:
+    """``x`` on ``sharding``; on a mesh of several processes (``jax.distributed``) a value
+    local to this process (the same on every process, as a model built from one seed is) is
+    cut into this process's shards (``device_put`` only reaches this process's devices)."""
+    if sharding.is_fully_addressable or (isinstance(x, jax.Array)
+                                         and not x.is_fully_addressable):
+        return jax.device_put(x, sharding)
+    if jax.dtypes.issubdtype(jax.numpy.result_type(x), jax.dtypes.prng_key):   # typed keys
+        return jax.random.wrap_key_data(_put(jax.random.key_data(x), sharding),
+                                        impl=jax.random.key_impl(x))
+    host = np.asarray(x)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
 
 
 def _predicate(the_filter: Any):
