@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from brainx.nn import fixed_total_number, fixed_total_number_blocks
+from brainx.nn.connectivity.native import build
 
 ALPHA = 1e-4            # a false alarm once in 10 000 runs per check (the draws are seeded)
 
@@ -67,14 +68,19 @@ def test_autapses_and_multapses_occur():
     assert np.unique(pairs).size < pairs.size                        # multapses
 
 
-def block_network(seed=7):
+PATHS = [pytest.param(True, id="native", marks=pytest.mark.skipif(
+             build.load() is None, reason="no native kernels here")),
+         pytest.param(False, id="numpy")]
+
+
+def block_network(seed=7, native=None):
     sizes_pre, sizes_post = [300, 100], [200, 50, 80]
     counts = np.array([[30_000, 12_000], [5_000, 0], [8_000, 4_000]])
     w_mean = np.array([[87.8, -351.2], [175.6, -351.2], [87.8, -351.2]])
     conn = fixed_total_number_blocks(sizes_pre, sizes_post, counts, w_mean * u.pA,
                                      0.1 * np.abs(w_mean) * u.pA, [1.5, 0.75] * u.ms,
                                      [0.75, 0.375] * u.ms, dt=0.1 * u.ms,
-                                     delay_min=0.05 * u.ms, seed=seed)
+                                     delay_min=0.05 * u.ms, seed=seed, native=native)
     return conn, sizes_pre, sizes_post, counts, w_mean
 
 
@@ -85,8 +91,9 @@ def pair_of_each_synapse(conn, sizes_pre, sizes_post):
     return src, x, y
 
 
-def test_blocks_exact_pair_counts_and_uniform_targets():
-    conn, sizes_pre, sizes_post, counts, _ = block_network()
+@pytest.mark.parametrize("native", PATHS)
+def test_blocks_exact_pair_counts_and_uniform_targets(native):
+    conn, sizes_pre, sizes_post, counts, _ = block_network(native=native)
     assert conn.nnz == counts.sum() and conn.n_post == sum(sizes_post)
     src, x, y = pair_of_each_synapse(conn, sizes_pre, sizes_post)
     got = np.zeros_like(counts)
@@ -101,8 +108,9 @@ def test_blocks_exact_pair_counts_and_uniform_targets():
                                            minlength=sizes_pre[xx])).pvalue > ALPHA
 
 
-def test_blocks_weights_normal_with_sign():
-    conn, sizes_pre, sizes_post, counts, w_mean = block_network()
+@pytest.mark.parametrize("native", PATHS)
+def test_blocks_weights_normal_with_sign(native):
+    conn, sizes_pre, sizes_post, counts, w_mean = block_network(native=native)
     _, x, y = pair_of_each_synapse(conn, sizes_pre, sizes_post)
     assert conn.weights.dtype == np.float32 and u.get_unit(conn.unit * 1.0) == u.pA
     for yy, xx in np.argwhere(counts > 0):
@@ -113,8 +121,9 @@ def test_blocks_weights_normal_with_sign():
         assert stats.kstest(w, stats.norm(m, 0.1 * abs(m)).cdf).pvalue > ALPHA
 
 
-def test_blocks_delays_discretized_truncated_normal():
-    conn, sizes_pre, sizes_post, counts, _ = block_network()
+@pytest.mark.parametrize("native", PATHS)
+def test_blocks_delays_discretized_truncated_normal(native):
+    conn, sizes_pre, sizes_post, counts, _ = block_network(native=native)
     _, x, _ = pair_of_each_synapse(conn, sizes_pre, sizes_post)
     assert conn.delays.dtype == np.uint8 and conn.delays.min() >= 1
     for xx, (mean, sd) in enumerate(((1.5, 0.75), (0.75, 0.375))):
@@ -131,14 +140,23 @@ def test_blocks_delays_discretized_truncated_normal():
         assert stats.chisquare(f_obs, f_exp).pvalue > ALPHA
 
 
-def test_blocks_seeded_independent_of_threads(monkeypatch):
+@pytest.mark.parametrize("native", PATHS)
+def test_blocks_seeded_independent_of_threads(monkeypatch, native):
     from brainx.nn.connectivity import fixed_total
-    a = block_network(seed=11)[0]
+    a = block_network(seed=11, native=native)[0]
     monkeypatch.setattr(fixed_total, "_threads", lambda: 1)
-    b = block_network(seed=11)[0]
+    b = block_network(seed=11, native=native)[0]
     for name in ("indptr", "targets", "delays", "weights"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
-    assert not np.array_equal(a.targets, block_network(seed=12)[0].targets)
+    assert not np.array_equal(a.targets, block_network(seed=12, native=native)[0].targets)
+
+
+def test_parameters_whose_draws_cannot_end_are_refused():
+    with pytest.raises(ValueError, match="source population 0's delays are always 0.01"):
+        fixed_total_number_blocks([3], [4], [[5]], [[1.0]], [[0.1]], [0.01], [0.0], dt=0.1,
+                                  delay_min=0.05)
+    with pytest.raises(ValueError, match="weight_sd finite and >= 0"):
+        fixed_total_number_blocks([3], [4], [[5]], [[1.0]], [[np.nan]], [1.0], [0.1], dt=0.1)
 
 
 def test_blocks_shared_weight_is_one_scalar():
@@ -158,3 +176,18 @@ def test_bad_input_errors():
     with pytest.raises(ValueError, match="pair \\(target 0, source 1\\)"):
         fixed_total_number_blocks([3, 0], [4], [[5, 2]], [[1.0, 1.0]], [[0.1, 0.1]], [1.0, 1.0],
                                   [0.1, 0.1], dt=0.1)
+
+
+@pytest.mark.parametrize("native", PATHS)
+def test_redrawn_weights_and_delays_follow_the_truncated_normals(native):
+    """A weight law half below zero and a delay law mostly below its minimum: every redraw
+    path is taken, and what comes out is the normal cut at the bound."""
+    conn = fixed_total_number_blocks([200], [100], [[20_000]], [[0.2]], [[1.0]], [0.1], [0.2],
+                                     dt=0.01, delay_min=0.15, seed=3, native=native)
+    w = conn.weights.astype(np.float64)
+    assert np.all(w >= 0)
+    assert stats.kstest(w, stats.truncnorm(-0.2, np.inf, loc=0.2, scale=1.0).cdf).pvalue > ALPHA
+    d = conn.delays.astype(np.int64)
+    assert d.min() >= 15                     # 0.15 ms in steps of 0.01 ms, halves up
+    law = stats.truncnorm((0.15 - 0.1) / 0.2, np.inf, loc=0.1, scale=0.2)
+    assert abs(d.mean() * 0.01 - law.mean()) < 4 * law.std() / np.sqrt(d.size) + 0.005
