@@ -54,8 +54,10 @@ brainx.io.CheckpointError: brainx.io.load: state 'opt.opt_state' has a different
 from brainx.io.errors import CheckpointError
 from brainx.io.files import load, save
 from brainx.io.layer_arrays import SavesArrays
+from brainx.io.partitioned import load_partitioned, save_partitioned, saved_synapses
 
 msgpack_save = save  # braintools.file's names
 msgpack_load = load
 
-__all__ = ["save", "load", "msgpack_save", "msgpack_load", "CheckpointError", "SavesArrays"]
+__all__ = ["save", "load", "msgpack_save", "msgpack_load", "CheckpointError", "SavesArrays",
+           "save_partitioned", "load_partitioned", "saved_synapses"]

@@ -186,10 +186,10 @@ def test_saved_on_eight_devices_continues_on_another_count_bit_for_bit(request, 
     whole = pm.simulate(pm.build(0.05, 8), 300, None)
     first = pm.build(0.05, 8)
     before = pm.simulate(first, 150, None)
-    brainx.distributed.save_partitioned(tmp_path, first, first.recurrent.partition)
+    brainx.io.save_partitioned(tmp_path, first, first.recurrent.partition)
     assert len(list(tmp_path.glob("block-*.msgpack"))) == 8
     again = pm.build(0.05, devices_after)          # drawn again, then overwritten by the save
-    brainx.distributed.load_partitioned(tmp_path, again, again.recurrent.partition)
+    brainx.io.load_partitioned(tmp_path, again, again.recurrent.partition)
     after = pm.simulate(again, 150, again.n)
     assert whole.sum() > 100
     np.testing.assert_array_equal(np.concatenate([before[:, :again.n], after]), whole[:, :again.n])
@@ -197,10 +197,10 @@ def test_saved_on_eight_devices_continues_on_another_count_bit_for_bit(request, 
 
 def test_a_projection_rebuilt_from_saved_synapses_equals_the_drawn_one(tmp_path):
     net = pm.build(0.02, 8)
-    brainx.distributed.save_partitioned(tmp_path, net, net.recurrent.partition)
+    brainx.io.save_partitioned(tmp_path, net, net.recurrent.partition)
     part = pm.partition_of(net.n, 2)
     rebuilt = brainx.distributed.PartitionedDelayedConn(
-        part, brainx.distributed.saved_synapses(tmp_path, "recurrent", part.n, u.pA))
+        part, brainx.io.saved_synapses(tmp_path, "recurrent", part.n, u.pA))
     drawn = pm.build(0.02, 2).recurrent
     for name in ("indptr", "targets", "delays"):
         np.testing.assert_array_equal(np.asarray(getattr(rebuilt, name).value),

@@ -37,11 +37,11 @@ Examples
 >>> lif = part.init_all_states(brainx.nn.LIF(8))
 >>> lif.V.value = lif.V.value + 1.0 * u.mV
 >>> folder = tempfile.mkdtemp()
->>> brainx.distributed.save_partitioned(folder, lif, part)
+>>> brainx.io.save_partitioned(folder, lif, part)
 >>> sorted(os.listdir(folder))
 ['block-00000.json', 'block-00000.msgpack', 'partition.json']
 >>> fresh = part.init_all_states(brainx.nn.LIF(8))
->>> brainx.distributed.load_partitioned(folder, fresh, part)
+>>> brainx.io.load_partitioned(folder, fresh, part)
 >>> bool((fresh.V.value == lif.V.value).all())
 True
 """
@@ -62,8 +62,8 @@ from brainx.distributed.partitioned_conn import PartitionedDelayedConn
 from brainx.distributed.placement import shard_states
 from brainx.graph import nodes as find_nodes
 from brainx.graph import states as find_states
-from brainx.io import load as io_load
-from brainx.io import save as io_save
+from brainx.io.files import load as io_load
+from brainx.io.files import save as io_save
 from brainx.nn.connectivity.delayed_csr import DelayedCSR
 from brainx.state.state import State
 
