@@ -10,9 +10,11 @@ from brainx.distributed.mesh import make_mesh
 from brainx.distributed.placement import check_spec_fits, shard_states
 from brainx.distributed.partition import NeuronPartition
 from brainx.distributed.partitioned_conn import PartitionedDelayedConn
-from brainx.distributed.spike_exchange import Collective, exchange_spikes, hlo_collectives
+from brainx.distributed.spike_exchange import (
+    Collective, collectives_per_step, exchange_spikes, hlo_collectives,
+)
 from brainx.transform.compiled.device_sharding import state_sharding
 
 __all__ = ["make_mesh", "shard_states", "check_spec_fits", "state_sharding", "pmean_states",
            "psum_states", "NeuronPartition", "PartitionedDelayedConn", "exchange_spikes",
-           "hlo_collectives", "Collective"]
+           "hlo_collectives", "collectives_per_step", "Collective"]

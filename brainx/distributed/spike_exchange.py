@@ -41,12 +41,12 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Hashable, List
+from typing import Any, Dict, Hashable, List
 
 import jax
 import jax.numpy as jnp
 
-__all__ = ["exchange_spikes", "hlo_collectives", "Collective"]
+__all__ = ["exchange_spikes", "hlo_collectives", "collectives_per_step", "Collective"]
 
 _KINDS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "collective-permute")
 _BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4,
@@ -151,6 +151,36 @@ def hlo_collectives(compiled: Any) -> List[Collective]:
             shape, kind = m.group(1), m.group(2)
             found.append(Collective(kind, shape, _nbytes(shape), current in branches))
     return found
+
+
+def collectives_per_step(compiled: Any, exchange_every: int = 1) -> Dict[str, float]:
+    """How many collectives of each kind one simulated step runs, from its compiled program.
+
+    Parameters
+    ----------
+    compiled : jax.stages.Compiled or str
+        The compiled step (one step of the network, e.g.
+        ``brainx.transform.jit(net.update).lower().compile()``).
+    exchange_every : int
+        The steps between exchanges: a collective in a conditional branch (the batched
+        exchange) runs once every this many steps.
+
+    Returns
+    -------
+    dict
+        ``{kind: count per step}``, e.g. ``{"all-gather": 0.2}`` for an exchange every 5 steps.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> brainx.distributed.collectives_per_step('  %ag = u8[968]{0} all-gather(%x), dimensions={0}')
+    {'all-gather': 1.0}
+    """
+    counts: Dict[str, float] = {}
+    for op in hlo_collectives(compiled):
+        counts[op.kind] = counts.get(op.kind, 0.0) + (1.0 / exchange_every if op.in_conditional
+                                                      else 1.0)
+    return counts
 
 
 def _branch_computations(text: str) -> set:

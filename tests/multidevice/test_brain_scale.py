@@ -80,12 +80,14 @@ def test_one_all_gather_of_packed_bits_per_exchange_and_nothing_else(request, ev
     if every == 1 and not _long(request):
         pytest.skip("make test-long (--long)")
     net = pm.build(0.02, 8, every=every, delay_min_ms=0.45)
-    ops = brainx.distributed.hlo_collectives(_step_hlo(net))
+    compiled = _step_hlo(net)
+    ops = brainx.distributed.hlo_collectives(compiled)
     block = net.n_padded // 8
     shape = f"u8[{net.n_padded // 8}]" if every == 1 else f"u8[{every},{net.n_padded // 8}]"
     assert [(op.kind, op.shape, op.in_conditional) for op in ops] == [
         ("all-gather", shape, every > 1)], ops
     assert ops[0].bytes == every * block        # n / 8 bytes per step: bits, not floats
+    assert brainx.distributed.collectives_per_step(compiled, every) == {"all-gather": 1 / every}
     assert net.recurrent.exchange_bytes_per_step() == net.n_padded / 8
 
 
@@ -141,7 +143,7 @@ class _SmallNet(nn.Module):
         return spikes
 
 
-def _grads(p, every):
+def _grads(p, every, loop=brainx.transform.for_loop):
     part = pm.partition_of(64, p)
     net = part.init_all_states(_SmallNet(part, every))
 
@@ -149,7 +151,7 @@ def _grads(p, every):
         def step(_):
             s = net.update()
             return (u.get_mantissa(net.neurons.V.value) + 65.0).mean() + s.mean()
-        return brainx.transform.for_loop(step, jnp.arange(40)).sum()
+        return loop(step, jnp.arange(40)).sum()
 
     g = brainx.transform.jit(brainx.transform.grad(loss, grad_states=net.recurrent.weight))()
     return np.asarray(u.get_mantissa(g)), net.recurrent
@@ -165,12 +167,14 @@ def _by_block(grads, proj, blocks):
     return grads[0, :nnz][order]
 
 
-@pytest.mark.parametrize("every", [1, 2])
-def test_bptt_gradients_of_a_partitioned_network_equal_one_device(request, every):
-    if every == 2 and not _long(request):
+@pytest.mark.parametrize("every,loop", [(1, "for_loop"), (2, "for_loop"),
+                                        (1, "checkpointed_for_loop")])
+def test_bptt_gradients_of_a_partitioned_network_equal_one_device(request, every, loop):
+    if (every, loop) != (1, "for_loop") and not _long(request):
         pytest.skip("make test-long (--long)")
-    g1, proj1 = _grads(1, every)
-    g8, proj8 = _grads(8, every)
+    loop = getattr(brainx.transform, loop)
+    g1, proj1 = _grads(1, every, loop)
+    g8, proj8 = _grads(8, every, loop)
     valid = [np.asarray(proj8.indptr.value)[b, -2] for b in range(8)]
     got = np.concatenate([g8[b, :valid[b]] for b in range(8)])
     want = _by_block(g1, proj1, 8)
