@@ -43,11 +43,11 @@ Examples
 ...     return DelayedCSR.from_coo([pre[i] for i in keep], [post[i] - lo for i in keep],
 ...                                [d[i] for i in keep], [1.0] * len(keep), 8, hi - lo, u.pA)
 >>> proj = part.init_all_states(brainx.distributed.PartitionedDelayedConn(part, connect))
->>> got = []
->>> for k in range(4):
-...     got.append(proj.current().to_decimal(u.pA)[:2].tolist())
-...     _ = proj.update(jnp.zeros(8, bool).at[0].set(k == 0))
->>> got
+>>> def step(k):
+...     now = proj.current().to_decimal(u.pA)[:2]
+...     proj.update(jnp.zeros(8, bool).at[0].set(k == 0))
+...     return now
+>>> brainx.transform.jit(lambda: brainx.transform.for_loop(step, jnp.arange(4)))().tolist()
 [[0.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
 """
 
