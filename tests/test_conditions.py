@@ -259,3 +259,14 @@ def test_cond_and_switch_outside_jit_compile_once():
     (a, b), ref2 = ref_up(w, a, b, xs[2])
     (a, b), ref3 = ref_up(w, a, b, xs[1])
     assert_close(((out1, out2, out3), m.values()), ((ref1, ref2, ref3), (a, b)))
+
+
+def test_switch_under_a_raw_jax_trace_is_a_cond_of_that_trace():
+    # outside every brainx transform but inside jax.make_jaxpr: no compiled jit around the
+    # switch (as brainstate), so the outer jaxpr holds the cond itself
+    def f(x, i):
+        return switch(i, [jnp.sin, jnp.cos, jnp.tanh], x)
+
+    eqns = jax.make_jaxpr(jax.grad(f))(0.5, 1).jaxpr.eqns
+    assert [e.primitive.name for e in eqns].count("cond") == 2     # forward and backward
+    assert float(jax.grad(f)(0.5, 1)) == pytest.approx(-np.sin(0.5))

@@ -21,6 +21,7 @@ import types
 import weakref
 from typing import Any, Callable, Dict, Hashable, Optional, Sequence, Tuple
 
+from brainx._jax.traces import jax_is_tracing
 from brainx.state.trace import inside_transform
 from brainx.transform.compiled.jit import JittedFunction
 
@@ -119,10 +120,12 @@ def run_compiled_once(funs: Sequence[Callable], config: Hashable,
                       build: Callable[[Sequence[Callable]], Callable], *args) -> Any:
     """``build(funs)(*args)``, through the cached compiled loop when outside every transform.
 
-    Outside every brainx transform this calls :func:`compile_once`'s loop
-    for ``(funs, config)``; inside one (where the enclosing transform
-    compiles), or when ``funs`` cannot be cached, it builds the loop and
-    runs it uncached.
+    Outside every transform this calls :func:`compile_once`'s loop for
+    ``(funs, config)``. Inside a brainx transform, or inside a raw JAX one
+    (``jax.jit``, ``jax.grad``, ``jax.make_jaxpr``: the enclosing trace
+    compiles, and its jaxpr then holds the ``scan`` / ``cond`` itself, not
+    a ``jit`` around it), or when ``funs`` cannot be cached, it builds the
+    loop and runs it uncached.
 
     Examples
     --------
@@ -134,7 +137,7 @@ def run_compiled_once(funs: Sequence[Callable], config: Hashable,
     >>> float(run_compiled_once([double], ("example",), build, jnp.ones(())))
     2.0
     """
-    if not inside_transform():
+    if not inside_transform() and not jax_is_tracing():
         loop = compile_once(funs, config, build)
         if loop is not None:
             return loop(*args)
