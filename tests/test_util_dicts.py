@@ -234,3 +234,34 @@ def test_flat_mapping_keeps_empty_nodes_and_stops_at_chosen_leaves():
     assert nest_mapping(kept).to_dict() == tree
     stopped = flat_mapping(tree, is_leaf=lambda path, m: path == ("b", "d"))
     assert {tuple(k): v for k, v in stopped.items()} == {("b", "c"): 1, ("b", "d"): {"e": 2}}
+
+
+def test_flat_and_nested_operators_follow_brainstate():
+    from brainx.util import FlattedDict, NestedDict
+    flat, nested = FlattedDict({("a",): 1, ("b",): 2}), NestedDict({"a": 1, "b": {"c": 2}})
+    assert flat | FlattedDict() is flat and flat - FlattedDict() is flat      # self, unchanged
+    assert nested | NestedDict() is nested and nested - NestedDict() is nested
+    assert (flat - FlattedDict({("a",): 0})).to_dict() == {("b",): 2}
+    assert (nested | NestedDict({"d": 3})).to_dict() == {"a": 1, "b": {"c": 2}, "d": 3}
+    for mine, plain in ((flat, {("a",): 1}), (nested, {"a": 1})):
+        for op in ("__or__", "__sub__"):
+            with pytest.raises(TypeError, match="FlattedDict or a NestedDict"):
+                getattr(mine, op)(plain)
+        with pytest.raises(TypeError):
+            mine | plain            # a plain dict on the right is refused, not merged by dict
+    with pytest.raises(KeyError):
+        nested.missing              # brainstate's KeyError, and hasattr still answers
+    assert not hasattr(nested, "missing")
+
+
+def test_replace_by_pure_dict_sets_states_in_place():
+    import brainx
+    from brainx.util import NestedDict
+    w = brainx.ParamState(jnp.ones(2))
+    nested = NestedDict({"layer": {"w": w}, "n": 1})
+    nested.replace_by_pure_dict({"layer": {"w": jnp.zeros(2)}, "n": 4})
+    assert nested["layer"]["w"] is w and float(w.value.sum()) == 0.0 and nested["n"] == 4
+    nested.replace_by_pure_dict({"n": 2}, replace_fn=lambda old, new: old + new)
+    assert nested["n"] == 6
+    with pytest.raises(ValueError, match="'?layer.b'? is not a leaf"):
+        nested.replace_by_pure_dict({"layer": {"b": 0}})

@@ -27,7 +27,7 @@ from brainx.util.filter import Filter, to_predicate
 from brainx.util.path import DottedPath, dotted
 
 __all__ = ["FlattedDict", "NestedDict", "flat_mapping", "nest_mapping", "partition", "select",
-           "empty_node"]
+           "empty_node", "MissingKeyError"]
 
 
 def _path(key: Any) -> Any:
@@ -85,6 +85,15 @@ def _exhaustive(groups, what: str):
                          "filter to collect the rest, or use filter() to drop them.")
 
 
+class MissingKeyError(KeyError, AttributeError):
+    """A key read as an attribute (``d.name``) that the mapping does not hold.
+
+    Both a ``KeyError`` (what brainstate raises, so ``except KeyError`` keeps
+    working) and an ``AttributeError`` (so ``hasattr`` and ``getattr(d, name,
+    default)`` work as for any object).
+    """
+
+
 class _KeysAsAttributes:
     """``mapping.name`` reads ``mapping["name"]`` (brainstate's dicts allow it)."""
 
@@ -94,8 +103,16 @@ class _KeysAsAttributes:
         try:
             return self[name]
         except KeyError:
-            raise AttributeError(f"{type(self).__name__} has no key or attribute {name!r}; "
-                                 f"keys: {list(self)}") from None
+            raise MissingKeyError(f"{type(self).__name__} has no key or attribute {name!r}; "
+                                  f"keys: {list(self)}") from None
+
+
+def _same_kind(op: str, mine: Any, other: Any) -> None:
+    """``FlattedDict | x`` and ``- x`` take a FlattedDict or NestedDict only (as brainstate)."""
+    if not isinstance(other, (FlattedDict, NestedDict)):
+        raise TypeError(f"{type(mine).__name__} {op} {type(other).__name__}: the other operand "
+                        f"must be a FlattedDict or a NestedDict (wrap a plain dict: "
+                        f"{type(mine).__name__}(d)).")
 
 
 class FlattedDict(_KeysAsAttributes, dict):
@@ -244,14 +261,16 @@ class FlattedDict(_KeysAsAttributes, dict):
         return f"{type(self).__name__}({dict.__repr__(self)})"
 
     def __or__(self, other: Any) -> "FlattedDict":
-        if not isinstance(other, (FlattedDict, NestedDict)):
-            return NotImplemented
-        return FlattedDict.merge(self, other)
+        """The items of both (``other``'s win); ``self`` itself when ``other`` is empty."""
+        _same_kind("|", self, other)
+        return self if not other else FlattedDict.merge(self, other)
 
     def __sub__(self, other: Any) -> "FlattedDict":
-        if not isinstance(other, abc.Mapping):
-            return NotImplemented
-        other = other.to_flat() if isinstance(other, NestedDict) else FlattedDict(other)
+        """The items whose path ``other`` lacks; ``self`` itself when ``other`` is empty."""
+        _same_kind("-", self, other)
+        if not other:
+            return self
+        other = other.to_flat() if isinstance(other, NestedDict) else other
         return FlattedDict((k, v) for k, v in self.items() if k not in other)
 
     # -- brainstate's API ---------------------------------------------------------------
@@ -340,14 +359,47 @@ class NestedDict(_KeysAsAttributes, dict):
         return f"{type(self).__name__}({self.to_dict()!r})"
 
     def __or__(self, other: Any) -> "NestedDict":
-        if not isinstance(other, (FlattedDict, NestedDict)):
-            return NotImplemented
-        return NestedDict.merge(self, other)
+        """The leaves of both (``other``'s win); ``self`` itself when ``other`` is empty."""
+        _same_kind("|", self, other)
+        return self if not other else NestedDict.merge(self, other)
 
     def __sub__(self, other: Any) -> "NestedDict":
-        if not isinstance(other, (FlattedDict, NestedDict)):
-            return NotImplemented
-        return NestedDict.from_flat(self.to_flat() - other)
+        """The leaves whose path ``other`` lacks; ``self`` itself when ``other`` is empty."""
+        _same_kind("-", self, other)
+        return self if not other else NestedDict.from_flat(self.to_flat() - other)
+
+    def replace_by_pure_dict(self, pure_dict: abc.Mapping,
+                             replace_fn: Optional[Callable[[Any, Any], Any]] = None) -> None:
+        """Put the values of the plain nested ``pure_dict`` in place, leaf by leaf.
+
+        A State leaf gets the new value (``state.value = new``; the State object stays);
+        another leaf is replaced. ``replace_fn(old, new)``, when given, makes the new leaf
+        instead. Every path of ``pure_dict`` must be a leaf here (``ValueError`` naming it).
+
+        Examples
+        --------
+        >>> import brainx
+        >>> from brainx.util import NestedDict
+        >>> nested = NestedDict({"w": brainx.ParamState(1.0), "n": 2})
+        >>> nested.replace_by_pure_dict({"w": 3.0, "n": 5})
+        >>> float(nested["w"].value), nested["n"]
+        (3.0, 5)
+        """
+        mine = self.to_flat()
+        for path, new in flat_mapping(dict(pure_dict)).items():
+            if path not in mine:
+                raise ValueError(f"replace_by_pure_dict: {path} is not a leaf of this "
+                                 f"NestedDict; its leaves are {list(mine)}.")
+            node = self
+            for key in tuple(path)[:-1]:
+                node = node[key]
+            old = node[tuple(path)[-1]]
+            if replace_fn is not None:
+                dict.__setitem__(node, tuple(path)[-1], replace_fn(old, new))
+            elif isinstance(old, StateLike):
+                old.value = new
+            else:
+                dict.__setitem__(node, tuple(path)[-1], new)
 
     def to_dict(self) -> Dict[Any, Any]:
         """Plain nested ``dict``\\ s."""

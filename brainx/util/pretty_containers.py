@@ -39,21 +39,12 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 import jax
 
 from brainx.util.state_like import StateLike
-from brainx.util.mappings import FlattedDict, NestedDict
+from brainx.util.mappings import FlattedDict, MissingKeyError, NestedDict
 from brainx.util.pretty import (
     PrettyAttr, PrettyRepr, PrettyType, pretty_repr_object, yield_unique_pretty_repr_items,
 )
 
 __all__ = ["PrettyDict", "PrettyList", "PrettyObject", "NestedStateRepr"]
-
-
-class MissingKeyError(KeyError, AttributeError):
-    """A key read as an attribute (``d.name``) that the mapping does not hold.
-
-    Both a ``KeyError`` (what brainstate raises, so ``except KeyError`` keeps
-    working) and an ``AttributeError`` (so ``hasattr`` and ``getattr(d, name,
-    default)`` work as for any object).
-    """
 
 
 def _state_ref(value: Any) -> Any:
