@@ -250,3 +250,9 @@ def test_breakpoint_if_is_transforms():
     ns = {}
     exec("from brainx.util import *", ns)
     assert ns["breakpoint_if"] is breakpoint_if and "FrozenDict" in ns
+
+
+def test_pytreenode_replace_on_a_non_dataclass_is_not_implemented():
+    from brainx.util import PyTreeNode
+    with pytest.raises(NotImplementedError, match="PyTreeNode subclass"):
+        PyTreeNode.replace(object())

@@ -178,3 +178,13 @@ def test_one_filter_language_states_by_identity_everywhere():
     h.value = hs
     out = batched(jnp.ones((3, 2)))
     np.testing.assert_allclose(out, hs + 1.0 + 1.0)
+
+
+def test_a_string_filter_is_a_withtag_that_also_globs_paths():
+    from brainx.util import TagOrPathGlob, WithTag, to_predicate
+    pred = to_predicate("fast")
+    assert isinstance(pred, WithTag) and isinstance(pred, TagOrPathGlob) and pred.tag == "fast"
+    tagged, plain = brainx.State(0.0, tag="fast"), brainx.State(0.0)
+    assert pred((), tagged) and not pred(("slow",), plain) and pred(("fast",), plain)
+    with pytest.raises(TypeError, match="Invalid collection filter. Unsupported filter 42"):
+        to_predicate(42)

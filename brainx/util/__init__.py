@@ -41,7 +41,7 @@ For user programs (the names of ``brainstate.util``):
 from brainx.util import filter
 from brainx.util.filter import (
     All, Any, Everything, IsState, Not, Nothing, OfType, PathContains, PathGlob, PathRegex,
-    WithTag, to_predicate,
+    TagOrPathGlob, WithTag, to_predicate,
 )
 from brainx.util.mappings import FlattedDict, NestedDict, flat_mapping, nest_mapping
 from brainx.util.path import DottedPath
@@ -67,7 +67,7 @@ from brainx.pretty_repr.options import (
 
 
 __all__ = [
-    "filter", "to_predicate", "IsState", "WithTag", "PathContains", "PathGlob", "PathRegex", "OfType",
+    "filter", "to_predicate", "IsState", "WithTag", "TagOrPathGlob", "PathContains", "PathGlob", "PathRegex", "OfType",
     "Any", "All", "Not", "Everything", "Nothing", "FlattedDict", "NestedDict", "flat_mapping",
     "nest_mapping", "DottedPath",
     # brainstate.util's other public names

@@ -46,8 +46,9 @@ DM = TypeVar("DM", bound="DictManager")
 
 
 def _taken(key: Any, existing: Any, new: Any) -> str:
-    return (f"Key {key!r} already holds another object ({existing!r}, not {new!r}). Use another "
-            "key, or assign with m[key] = val to replace it.")
+    return (f"Key {key!r} already exists with a different value: it already holds another "
+            f"object ({existing!r}, not {new!r}). Use another key, or assign with "
+            "m[key] = val to replace it.")
 
 
 def _values_test(values: Iterable[Any], by: str) -> Callable[[Any], bool]:

@@ -13,9 +13,10 @@ For a state found by tracing a function the path is ``()``.
 filter                 picks
 =====================  ==================================================
 a ``State`` subclass   states of that type (:class:`OfType`)
-a string ``s``         states tagged ``s`` (:class:`WithTag`, as in
+a string ``s``         states tagged ``s`` (a :class:`WithTag`, as in
                        brainstate) *or* whose dotted path matches the glob
-                       ``s`` (:class:`PathGlob`, as brainx always did)
+                       ``s`` (:class:`PathGlob`, as brainx always did):
+                       :class:`TagOrPathGlob`
 ``...`` / ``True``     everything (:class:`Everything`)
 ``None`` / ``False``   nothing (:class:`Nothing`)
 a ``State``            that state itself (:class:`IsState`)
@@ -42,7 +43,7 @@ from brainx.util.path import dotted
 from brainx.util.state_like import StateLike
 
 __all__ = [
-    "to_predicate", "IsState", "WithTag", "PathContains", "PathGlob", "PathRegex", "OfType",
+    "to_predicate", "IsState", "WithTag", "TagOrPathGlob", "PathContains", "PathGlob", "PathRegex", "OfType",
     "Any", "All", "Not", "Everything", "Nothing", "Filter", "Predicate",
 ]
 
@@ -66,7 +67,7 @@ def to_predicate(the_filter: Filter) -> Predicate:
     if isinstance(the_filter, StateLike):
         return IsState(the_filter)
     if isinstance(the_filter, str):
-        return Any(WithTag(the_filter), PathGlob(the_filter))
+        return TagOrPathGlob(the_filter)
     if isinstance(the_filter, type):
         return OfType(the_filter)
     if isinstance(the_filter, bool):
@@ -82,9 +83,9 @@ def to_predicate(the_filter: Filter) -> Predicate:
         if items and builtins.all(isinstance(s, StateLike) for s in items):
             return IsState(*items)
         return Any(*items)
-    raise TypeError(f"Unsupported filter {the_filter!r}: use a State type, a string (tag or path "
-                    "glob), a State or a collection of States, a predicate f(path, x) -> bool, "
-                    "..., True/False/None, or a tuple of these.")
+    raise TypeError(f"Invalid collection filter. Unsupported filter {the_filter!r}: use a State "
+                    "type, a string (tag or path glob), a State or a collection of States, a "
+                    "predicate f(path, x) -> bool, ..., True/False/None, or a tuple of these.")
 
 
 class IsState:
@@ -138,6 +139,28 @@ class WithTag:
 
     def __repr__(self) -> str:
         return f"WithTag({self.tag!r})"
+
+
+class TagOrPathGlob(WithTag):
+    """What a string filter stands for: states tagged ``tag``, or whose dotted path matches it.
+
+    A :class:`WithTag` (brainstate's meaning of a string, with its ``tag``) that also
+    picks by :class:`PathGlob` (``"layers.*.w"``), brainx's meaning.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> from brainx.util import to_predicate
+    >>> f = to_predicate("fast")
+    >>> f.tag, f((), brainx.State(0.0, tag="fast")), f(("fast",), brainx.State(0.0))
+    ('fast', True, True)
+    """
+
+    def __call__(self, path: Tuple, x: typing.Any) -> bool:
+        return WithTag.__call__(self, path, x) or PathGlob(self.tag)(path, x)
+
+    def __repr__(self) -> str:
+        return f"TagOrPathGlob({self.tag!r})"
 
 
 def _part(part: typing.Any) -> typing.Any:

@@ -201,5 +201,12 @@ class PyTreeNode:
                                   "the subclass.")
 
     def replace(self: TNode, **updates: Any) -> TNode:
-        """A copy with the given fields changed (added to every subclass)."""
+        """A copy with the given fields changed (added to every subclass).
+
+        Called on an object that is not one of the dataclasses (``PyTreeNode.replace(x)``),
+        it raises ``NotImplementedError``, as brainstate's stub does.
+        """
+        if not dataclasses.is_dataclass(self):
+            raise NotImplementedError(f"PyTreeNode.replace needs an instance of a PyTreeNode "
+                                      f"subclass, got a {type(self).__name__}.")
         return dataclasses.replace(self, **updates)
