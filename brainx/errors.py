@@ -4,7 +4,7 @@ from brainx import _import_check  # noqa: F401  (an ImportError that names a fol
 
 __all__ = ["BrainxError", "TracerLeakError", "ExpiredStateError", "StateTypeError", "BatchAxisError",
            "TraceContextError", "BrainStateError", "ArgnumsError", "StepOutputError", "IRError",
-           "IRValidationError"]
+           "IRValidationError", "UnhashableStaticError"]
 
 
 class BrainxError(Exception):
@@ -67,6 +67,15 @@ class ArgnumsError(BrainxError, TypeError, ValueError):
     otherwise leave one of them with a silently zero gradient. Both a
     ``TypeError`` (as ``jax.grad`` raises for a bad type) and a ``ValueError``
     (as brainstate raises).
+    """
+
+
+class UnhashableStaticError(BrainxError, TypeError, ValueError):
+    """A static argument (``static_argnums`` / ``static_argnames``) is not hashable.
+
+    Static arguments key the trace cache, so they must be hashable (a tuple,
+    not a list). Both a ``ValueError`` (as ``jax.jit`` raises) and a
+    ``TypeError`` (as brainstate raises).
     """
 
 

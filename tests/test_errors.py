@@ -205,3 +205,17 @@ def test_a_tracer_leak_is_brainstates_trace_context_error_and_changes_nothing():
     with pytest.raises(brainx.TraceContextError, match="tracer"):
         s.value
     assert float(s.value.sum()) == 0.0
+
+
+def test_unhashable_static_argument_is_also_a_type_error():
+    # ValueError as jax.jit raises, TypeError as brainstate raises: either except clause works
+    f = transform.StatefulFunction(lambda x, cfg: x, static_argnums=(1,))
+    with pytest.raises(TypeError, match="Static positional argument 1") as info:
+        f.make_jaxpr(1.0, [1, 2])
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, brainx.errors.UnhashableStaticError)
+
+
+def test_map_over_a_scalar_says_it_is_0_d():
+    with pytest.raises(ValueError, match="0-d"):
+        transform.map(lambda x: x, jnp.float32(5.0))

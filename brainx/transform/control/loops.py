@@ -67,7 +67,7 @@ def infer_length(xs: Any, length: Optional[int], what: str) -> int:
         shape = jnp.shape(leaf)
         if not shape:
             raise ValueError(f"{what}: every leaf of xs needs a leading axis to loop over; got "
-                             f"a scalar {leaf!r}.")
+                             f"a scalar (a 0-d value) {leaf!r}.")
         sizes.append(shape[0])
     if length is not None:
         length = _non_negative_int(length, "length", what)

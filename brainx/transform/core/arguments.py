@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional, Sequence, Tuple
 
+from brainx.errors import UnhashableStaticError
 from brainx.typing import Missing
 
 __all__ = ["no_function", "normalize_argnums", "infer_static", "fixed_positional_count", "function_name",
@@ -116,7 +117,7 @@ def check_hashable(value: Any, what: str, name: str) -> None:
     try:
         hash(value)
     except TypeError:
-        raise ValueError(
+        raise UnhashableStaticError(
             f"Static {what} of {name} must be hashable, got a {type(value).__name__}: "
             f"{value!r}. Pass a hashable value (a tuple instead of a list, say), or make the "
             "argument dynamic.") from None
