@@ -65,6 +65,7 @@ from jax.sharding import PartitionSpec
 from brainx.distributed.partition import NeuronPartition
 from brainx.distributed.spike_exchange import exchange_spikes
 from brainx.nn.connectivity.delayed_csr import DelayedCSR, smallest_delay_dtype
+from brainx.nn.connectivity.native import build
 from brainx.nn.connectivity.native.delivery import DelayedRows, deliver
 from brainx.nn.modules.module import Module
 from brainx.state.state import HiddenState, LongTermState, ParamState
@@ -74,15 +75,16 @@ __all__ = ["PartitionedDelayedConn"]
 
 
 class _BlockRows(DelayedRows):
-    """A device's rows inside ``shard_map`` (traced arrays): each synapse's source is found
-    from ``indptr`` when the derivative or the plain-JAX path needs it."""
+    """A device's rows inside ``shard_map`` (traced arrays). Each synapse's source, which the
+    derivative and the plain-JAX path read, is found from the traced ``indptr`` (one scatter of
+    the row starts and a cumulative sum: linear in the synapses, nothing stored)."""
 
     def with_arrays(self, indptr, post, delay) -> "_BlockRows":
         return _BlockRows(self.n_pre, self.n_post, indptr, post, delay, self.max_delay)
 
     def pre_of_synapse(self) -> jax.Array:
-        return (jnp.searchsorted(self.indptr, jnp.arange(self.nnz, dtype=jnp.int32),
-                                 side="right") - 1).astype(jnp.int32)
+        starts = jnp.zeros(self.nnz, jnp.int32).at[self.indptr[1:-1]].add(1, mode="drop")
+        return jnp.cumsum(starts, dtype=jnp.int32)
 
 
 class PartitionedDelayedConn(Module):
@@ -182,6 +184,14 @@ class PartitionedDelayedConn(Module):
         self.weight = ParamState(u.maybe_decimal(u.Quantity(weights, unit=self.unit)),
                                  sharding=sharding)
 
+    def _native_delivery(self) -> bool:
+        """Whether the step runs the native kernel (CPU, where it builds) or the plain-JAX
+        scatter (other platforms, or ``native=False``)."""
+        if self.native is not None:
+            return bool(self.native)
+        platforms = {d.platform for d in self.partition.mesh.devices.flat}
+        return platforms == {"cpu"} and build.load() is not None
+
     @property
     def slots(self) -> int:
         """The ring buffer's length, ``max_delay + 1``."""
@@ -267,7 +277,7 @@ class PartitionedDelayedConn(Module):
     def _deliver(self, buffer, everyone, weights, rows, step):
         silent = jnp.zeros(everyone.shape[:-1] + (1,), everyone.dtype)    # row n: the padding
         return deliver(buffer, jnp.concatenate([everyone, silent], axis=-1), weights, rows, step,
-                       event=True, native=self.native)
+                       event=True, native=self._native_delivery())
 
     # -- reports --------------------------------------------------------------------------------
     def exchange_bytes_per_step(self) -> float:
@@ -277,9 +287,8 @@ class PartitionedDelayedConn(Module):
 
     def block_bytes(self) -> int:
         """Bytes of one device's synapses (indptr, targets, delays and weights)."""
-        return int(sum(s.value.addressable_shards[0].data.nbytes if not isinstance(
-            s.value, u.Quantity) else s.value.mantissa.addressable_shards[0].data.nbytes
-            for s in (self.indptr, self.targets, self.delays, self.weight)))
+        held = (self.indptr, self.targets, self.delays, self.weight)
+        return int(sum(u.get_mantissa(s.value).addressable_shards[0].data.nbytes for s in held))
 
     def _require_state(self) -> None:
         if not hasattr(self, "buffer"):

@@ -123,7 +123,7 @@ class _SmallNet(nn.Module):
     """64 LIF neurons, random delayed recurrent synapses, a constant drive; float spikes with a
     surrogate gradient go through the exchange."""
 
-    def __init__(self, partition, every=1):
+    def __init__(self, partition, every=1, native=None):
         super().__init__()
         n = partition.n
         self.neurons = nn.IafPscExp(n, tau_syn_ex=0.5 * u.ms, E_L=-65 * u.mV, V_th=-50 * u.mV,
@@ -135,7 +135,8 @@ class _SmallNet(nn.Module):
                                               [0.1], dt=0.1, delay_min=0.25, seed=3,
                                               targets=(lo, hi), chunk=8, unit=u.pA)
         self.recurrent = brainx.distributed.PartitionedDelayedConn(partition, connect,
-                                                                   exchange_every=every)
+                                                                   exchange_every=every,
+                                                                   native=native)
 
     def update(self):
         spikes = self.neurons.update(self.recurrent.current())
@@ -143,9 +144,9 @@ class _SmallNet(nn.Module):
         return spikes
 
 
-def _grads(p, every, loop=brainx.transform.for_loop):
+def _grads(p, every, loop=brainx.transform.for_loop, native=None):
     part = pm.partition_of(64, p)
-    net = part.init_all_states(_SmallNet(part, every))
+    net = part.init_all_states(_SmallNet(part, every, native))
 
     def loss():
         def step(_):
@@ -167,14 +168,17 @@ def _by_block(grads, proj, blocks):
     return grads[0, :nnz][order]
 
 
-@pytest.mark.parametrize("every,loop", [(1, "for_loop"), (2, "for_loop"),
-                                        (1, "checkpointed_for_loop")])
-def test_bptt_gradients_of_a_partitioned_network_equal_one_device(request, every, loop):
-    if (every, loop) != (1, "for_loop") and not _long(request):
+@pytest.mark.parametrize("every,loop,native", [(1, "for_loop", None), (2, "for_loop", None),
+                                               (1, "checkpointed_for_loop", None),
+                                               (1, "for_loop", False)])
+def test_bptt_gradients_of_a_partitioned_network_equal_one_device(request, every, loop, native):
+    """native=False: the plain-JAX delivery (what GPUs run) on 8 devices, against the native
+    kernel on one."""
+    if (every, loop, native) != (1, "for_loop", None) and not _long(request):
         pytest.skip("make test-long (--long)")
     loop = getattr(brainx.transform, loop)
     g1, proj1 = _grads(1, every, loop)
-    g8, proj8 = _grads(8, every, loop)
+    g8, proj8 = _grads(8, every, loop, native)
     valid = [np.asarray(proj8.indptr.value)[b, -2] for b in range(8)]
     got = np.concatenate([g8[b, :valid[b]] for b in range(8)])
     want = _by_block(g1, proj1, 8)
