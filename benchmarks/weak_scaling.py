@@ -13,7 +13,9 @@ process with several); on a CPU it makes 8 fake devices that share the cores, so
 times there only show the bookkeeping, not scaling. On GPUs the delivery runs the
 plain-JAX path (the native kernel is CPU-only), whose cost is every synapse per step.
 
-Run ``python benchmarks/weak_scaling.py --per-device 131072 --k 100 --steps 1000``.
+Run ``python benchmarks/weak_scaling.py --per-device 131072 --k 100 --steps 1000``; on a
+cluster, one process per GPU: ``srun python benchmarks/weak_scaling.py --distributed ...``
+(``jax.distributed.initialize()`` reads SLURM's or Open MPI's environment; process 0 prints).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")  
 
 import brainunit as u  # noqa: E402
 import jax  # noqa: E402
+
+if "--distributed" in sys.argv:     # before anything touches a device: one process per GPU
+    jax.distributed.initialize()
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -47,11 +52,16 @@ def measure(per_device: int, k: int, devices: int, steps: int, every: int) -> di
     ticks = jnp.arange(steps)
     jax.block_until_ready(run(ticks))                       # compile and warm up
     t1 = time.perf_counter()
-    counts = np.asarray(jax.block_until_ready(run(ticks)))
+    counts = _host(jax.block_until_ready(run(ticks)))
     run_s = time.perf_counter() - t1
     rate = counts.sum() / net.recurrent.partition.n / (steps * brain_scale.DT_MS * 1e-3)
     return dict(devices=devices, neurons=net.recurrent.partition.n, synapses=net.recurrent.nnz,
                 build_s=build_s, ms_per_step=1e3 * run_s / steps, rate_hz=float(rate), **info)
+
+
+def _host(x) -> np.ndarray:
+    """A replicated result on this host (on several processes, this process's copy)."""
+    return np.asarray(x if x.is_fully_addressable else x.addressable_shards[0].data)
 
 
 def main(argv=None):
@@ -61,10 +71,17 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--every", type=int, default=1)
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--distributed", action="store_true",
+                   help="join the other processes (jax.distributed.initialize, done on import)")
     args = p.parse_args(argv)
     brainx.environ.set(dt=brain_scale.DT_MS * u.ms)
-    counts = [d for d in (1, 2, 4, 8, 16, 32, 64) if d <= jax.device_count()]
+    # several processes: every process must hold a block, so only the whole job is measured
+    # (run the job on 1, 2, 4, ... nodes for the curve)
+    counts = ([jax.device_count()] if args.distributed else
+              [d for d in (1, 2, 4, 8, 16, 32, 64) if d <= jax.device_count()])
     rows = [measure(args.per_device, args.k, d, args.steps, args.every) for d in counts]
+    if jax.process_index():
+        return rows
     print(f"{jax.devices()[0].platform}, {args.per_device:,} neurons and "
           f"{args.per_device * args.k:,} synapses per device, {args.steps} steps")
     print("| devices | neurons | build s | ms per step | synapses MiB per device | "
