@@ -137,6 +137,11 @@ class PartitionedDelayedConn(Module):
     def _draw(self, connect):
         """Draw this process's blocks (host arrays: with one device per process, its one block)."""
         part, blocks, stats = self.partition, {}, []
+        if not part.local_blocks():
+            raise ValueError(f"PartitionedDelayedConn: process {jax.process_index()} holds no "
+                             f"device of the partition's mesh, so it has no block to draw; build "
+                             "the projection only on the processes of its mesh (a mesh over "
+                             "jax.devices() spans them all).")
         for b in sorted(set(part.local_blocks().values())):
             lo, hi = part.blocks()[b]
             conn = connect(lo, hi)
