@@ -17,13 +17,12 @@ TOL = dict(rtol=1e-5, atol=1e-5)
 
 def _randomize(layer, seed=0):
     """Give every parameter and running statistic random values (variances stay positive)."""
-    key = jax.random.PRNGKey(seed)
     for i, (path, st) in enumerate(sorted(layer.states().items(), key=lambda kv: str(kv[0]))):
         leaves, tree = jax.tree_util.tree_flatten(st.value)
         new = []
         for j, a in enumerate(leaves):
-            r = jax.random.normal(jax.random.fold_in(key, 100 * i + j), jnp.shape(a), jnp.float32)
-            new.append(jnp.abs(r) + 0.5 if "var" in str(path) else r)
+            r = _numbers(jnp.shape(a), 1000 * seed + 100 * i + j)
+            new.append(jnp.asarray(np.abs(r) + 0.5 if "var" in str(path) else r))
         st.value = jax.tree_util.tree_unflatten(tree, new)
     return layer
 
@@ -63,8 +62,14 @@ def _needs(framework):
     pytest.importorskip("equinox" if framework == "equinox" else "flax")
 
 
+def _numbers(shape, seed):
+    """Standard normal float32 numbers from NumPy: jax.random would compile a sampler for each
+    shape (in every xdist worker, at collection for the inputs below)."""
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
 def _normal(*shape, seed=3):
-    return jax.random.normal(jax.random.PRNGKey(seed), shape)
+    return jnp.asarray(_numbers(shape, seed))
 
 
 # (name, brainx layer factory, input, frameworks)
