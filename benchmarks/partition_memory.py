@@ -31,8 +31,9 @@ import brainx  # noqa: E402
 MIB = 2.0 ** 20
 
 
-def measure(scale: float, devices: int, every: int = 1) -> dict:
-    net = pm.build(scale, devices, every=every, delay_min_ms=0.45 if every > 1 else 0.05)
+def measure(scale: float, devices: int, every: int = 1, balanced: bool = False) -> dict:
+    net = pm.build(scale, devices, every=every, delay_min_ms=0.45 if every > 1 else 0.05,
+                   balanced=balanced)
     compiled = brainx.transform.jit(net.update).lower().compile()
     mem = compiled.memory_analysis()
     ops = brainx.distributed.hlo_collectives(compiled)
@@ -63,12 +64,15 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scale", type=float, default=0.1)
     p.add_argument("--every", type=int, default=1)
+    p.add_argument("--balanced", action="store_true", help="neurons in balanced_order")
     p.add_argument("--json", help="write the rows here")
     args = p.parse_args(argv)
     brainx.environ.set(dt=0.1 * u.ms)
-    rows = [measure(args.scale, d, args.every) for d in (1, 2, 4, 8) if d <= jax.device_count()]
+    rows = [measure(args.scale, d, args.every, args.balanced)
+            for d in (1, 2, 4, 8) if d <= jax.device_count()]
     print(f"microcircuit at scale {args.scale}: {rows[0]['synapses']:,} synapses, "
-          f"exchange every {args.every} step(s)")
+          f"exchange every {args.every} step(s), {'balanced' if args.balanced else 'contiguous'} "
+          "blocks")
     print(table(rows))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))

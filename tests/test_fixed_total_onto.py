@@ -81,3 +81,25 @@ def test_partition_places_neuron_states_and_keeps_declared_ones():
     assert proj.weight.value.shape == (1, proj.block_nnz)
     with pytest.raises(ValueError, match=r"must be \(16,\)"):
         proj.update(jnp.zeros(8, bool))
+
+
+def test_balanced_order_relabels_the_same_synapses_and_keeps_every_block_in_proportion():
+    pos = brainx.distributed.balanced_order(KW["sizes_post"])
+    whole = nn.fixed_total_number_onto(**KW)
+    stored = nn.fixed_total_number_onto(**KW, position=pos)
+    rows, targets, delays, weights = _coo(whole)
+    key = lambda r, t: np.lexsort((t, r))                             # noqa: E731
+    a = key(pos[rows], pos[targets])
+    r2, t2, d2, w2 = _coo(stored)
+    b = key(r2, t2)
+    for x, y in ((pos[rows][a], r2[b]), (pos[targets][a], t2[b]), (delays[a], d2[b]),
+                 (weights[a], w2[b])):
+        np.testing.assert_array_equal(x, y)
+    blocks = [nn.fixed_total_number_onto(**KW, position=pos, targets=(lo, lo + 16))
+              for lo in range(0, 64, 16)]
+    assert sum(b.nnz for b in blocks) == whole.nnz
+    inhibitory = np.arange(64) >= 50            # 14 of 64: 3 or 4 in every block of 16
+    assert [int(np.sum(inhibitory & (pos >= lo) & (pos < lo + 16))) for lo in range(0, 64, 16)] \
+        in ([3, 4, 3, 4], [4, 3, 4, 3], [3, 4, 4, 3], [4, 3, 3, 4])
+    with pytest.raises(ValueError, match="increasing within each population"):
+        nn.fixed_total_number_onto(**KW, position=pos[::-1].copy())

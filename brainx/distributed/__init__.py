@@ -8,7 +8,7 @@ The transforms that run over a mesh are in :mod:`brainx.transform`:
 from brainx.distributed.collectives import pmean_states, psum_states
 from brainx.distributed.mesh import make_mesh
 from brainx.distributed.placement import check_spec_fits, shard_states
-from brainx.distributed.partition import NeuronPartition
+from brainx.distributed.partition import NeuronPartition, balanced_order
 from brainx.distributed.partitioned_conn import PartitionedDelayedConn
 from brainx.distributed.spike_exchange import (
     Collective, collectives_per_step, exchange_spikes, hlo_collectives,
@@ -16,5 +16,5 @@ from brainx.distributed.spike_exchange import (
 from brainx.transform.compiled.device_sharding import state_sharding
 
 __all__ = ["make_mesh", "shard_states", "check_spec_fits", "state_sharding", "pmean_states",
-           "psum_states", "NeuronPartition", "PartitionedDelayedConn", "exchange_spikes",
+           "psum_states", "NeuronPartition", "balanced_order", "PartitionedDelayedConn", "exchange_spikes",
            "hlo_collectives", "collectives_per_step", "Collective"]

@@ -46,7 +46,7 @@ from brainx.graph import states as find_states
 from brainx.nn.modules.collective import init_all_states
 from brainx.util.mappings import FlattedDict
 
-__all__ = ["NeuronPartition"]
+__all__ = ["NeuronPartition", "balanced_order"]
 
 
 class NeuronPartition:
@@ -151,6 +151,34 @@ class NeuronPartition:
     def __repr__(self) -> str:
         return (f"NeuronPartition({self.n} neurons over {self.devices} devices of axis "
                 f"{self.axis!r}, {self.block} each)")
+
+
+def balanced_order(sizes) -> np.ndarray:
+    """Where to store each neuron so that every block of consecutive neurons holds every population
+    in proportion (``position[i]``, ``i`` numbered population after population).
+
+    Populations with different in-degrees, stored one after the other, give the blocks of a
+    :class:`NeuronPartition` unequal synapse counts, and every block is padded to the largest.
+    Stored in this order (neuron ``j`` of population ``y`` at the rank of ``(j + 1/2) / N_y``),
+    any block of any partition holds the same share of each population, whatever the device
+    count, so a model stored this way is balanced on every mesh and gives the same results on all.
+    Per-neuron arrays go into storage order as ``stored[position] = values``; pass ``position`` to
+    :func:`brainx.nn.fixed_total_number_onto`.
+
+    Examples
+    --------
+    >>> import brainx
+    >>> brainx.distributed.balanced_order([4, 2]).tolist()     # stored as E I E E I E
+    [0, 2, 3, 5, 1, 4]
+    """
+    sizes = np.asarray(sizes, np.int64)
+    population = np.repeat(np.arange(sizes.size), sizes)
+    local = np.concatenate([np.arange(k) for k in sizes]) if sizes.size else np.zeros(0)
+    fraction = (local + 0.5) / np.repeat(np.maximum(sizes, 1), sizes)
+    stored = np.lexsort((population, fraction))          # stored[k]: the neuron at place k
+    position = np.empty(stored.size, np.int64)
+    position[stored] = np.arange(stored.size)
+    return position
 
 
 def _shape(state) -> tuple:

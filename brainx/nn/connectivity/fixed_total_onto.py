@@ -75,7 +75,7 @@ def fixed_total_number_onto(sizes_pre: Sequence[int], sizes_post: Sequence[int],
                             dt: Any, delay_min: Any = None, seed: Any = None,
                             targets: Optional[Tuple[int, int]] = None,
                             n_pre: Optional[int] = None, chunk: int = 4096,
-                            unit: Optional[u.Unit] = None) -> DelayedCSR:
+                            position: Any = None, unit: Optional[u.Unit] = None) -> DelayedCSR:
     """The fixed-total-number synapses onto the targets ``targets = (lo, hi)``, drawn from the seed.
 
     Parameters
@@ -95,6 +95,12 @@ def fixed_total_number_onto(sizes_pre: Sequence[int], sizes_post: Sequence[int],
     chunk : int
         Targets per generator. The same ``chunk`` must be used for every block of one
         network; the draw of a block costs at most two chunks more than its own synapses.
+    position : array, optional
+        For a recurrent network (``sizes_pre == sizes_post``) whose neurons are stored in
+        another order than population after population: ``position[i]`` is where neuron ``i``
+        (numbered population after population) is stored, increasing within each population
+        (e.g. :func:`brainx.distributed.balanced_order`). ``targets``, the rows and the
+        result's targets are then positions; the synapses are the same, relabelled.
     unit : brainunit.Unit, optional
         The weights' unit (taken from ``weight_mean`` when it is a Quantity).
 
@@ -136,30 +142,51 @@ def fixed_total_number_onto(sizes_pre: Sequence[int], sizes_post: Sequence[int],
         entropy = np.random.SeedSequence().entropy
     pre_off = np.concatenate([[0], np.cumsum(sizes_pre)])
     post_off = np.concatenate([[0], np.cumsum(sizes_post)])
+    pos = _positions(position, sizes_pre, sizes_post)
     parts = []
     for y, x in np.argwhere(counts > 0):
-        first, last = max(lo, post_off[y]), min(hi, post_off[y + 1])
+        where = pos[post_off[y]:post_off[y + 1]]            # increasing: a range of local indices
+        first, last = np.searchsorted(where, lo), np.searchsorted(where, hi)
         if first >= last:
             continue
         degrees = _rng(entropy, _IN_DEGREES, y, x).multinomial(
             int(counts[y, x]), np.full(int(sizes_post[y]), 1.0 / sizes_post[y]))
         pair = (w_mean[y, x], w_sd[y, x], d_mean[x], d_sd[x], d_min, dt, delay_type)
-        for c in range(int((first - post_off[y]) // chunk), int(-(-(last - post_off[y]) // chunk))):
+        for c in range(int(first // chunk), int(-(-last // chunk))):
             parts.append(_draw_chunk(_rng(entropy, _SYNAPSES, y, x, c), degrees, c * chunk,
                                      chunk, int(post_off[y]), int(pre_off[x]),
-                                     int(sizes_pre[x]), pair, lo, hi))
+                                     int(sizes_pre[x]), pair, lo, hi, pos))
     return _by_source(parts, n_pre, hi - lo, delay_type, unit)
 
 
-def _draw_chunk(rng, degrees, start, chunk, post_off, pre_off, n_x, pair, lo, hi):
+def _positions(position, sizes_pre, sizes_post) -> np.ndarray:
+    """Where each neuron is stored (``int64``); the identity without ``position``."""
+    n = int(sizes_post.sum())
+    if position is None:
+        return np.arange(max(n, int(sizes_pre.sum())), dtype=np.int64)
+    pos = np.asarray(position, np.int64)
+    if not np.array_equal(sizes_pre, sizes_post) or pos.shape != (n,):
+        raise ValueError(f"fixed_total_number_onto: position is for a recurrent network (the "
+                         f"same populations as sources and targets) and needs one entry per "
+                         f"neuron ({n}); got sizes {sizes_pre.tolist()} -> {sizes_post.tolist()} "
+                         f"and position of shape {pos.shape}.")
+    edges = np.cumsum(sizes_post)[:-1]
+    rising = np.diff(pos) > 0
+    if np.unique(pos).size != n or not np.all(np.delete(rising, edges - 1)):
+        raise ValueError("fixed_total_number_onto: position must give every neuron its own "
+                         "place, increasing within each population (balanced_order does).")
+    return pos
+
+
+def _draw_chunk(rng, degrees, start, chunk, post_off, pre_off, n_x, pair, lo, hi, pos):
     """The synapses onto targets ``start .. start + chunk`` of the target population (local
-    numbering), kept where the global target is in ``[lo, hi)``: (source, target - lo,
-    delay, weight)."""
+    numbering), kept where the target's position is in ``[lo, hi)``: (source position,
+    target position - lo, delay, weight)."""
     w_mean, w_sd, d_mean, d_sd, d_min, dt, delay_type = pair
     k = degrees[start:start + chunk]
-    tgt = np.repeat(np.arange(start, start + k.size, dtype=np.int64) + post_off, k)
+    tgt = pos[np.repeat(np.arange(start, start + k.size, dtype=np.int64) + post_off, k)]
     n = tgt.size
-    src = np.minimum(np.floor(rng.random(n) * n_x), n_x - 1).astype(np.int64) + pre_off
+    src = pos[np.minimum(np.floor(rng.random(n) * n_x), n_x - 1).astype(np.int64) + pre_off]
     labels = np.zeros(n, np.intp)
     w = (_weights(rng, np.array([w_mean]), np.array([w_sd]), labels) if w_sd > 0
          else np.full(n, w_mean, np.float32))
