@@ -133,7 +133,8 @@ def main(argv=None):
     ap.add_argument("--nest", default=None, metavar="PYTHON", help="a Python with NEST")
     ap.add_argument("--threads", type=int, default=2, help="NEST's threads (default 2)")
     ap.add_argument("--synapse-model", default="static_synapse",
-                    help="NEST's synapse model (static_synapse_hpc: its compact one)")
+                    help="NEST's synapse model (static_synapse_hpc: its compact one, at most "
+                         "134 M synapses per thread)")
     ap.add_argument("--reference", default=None, help="stored NEST statistics (JSON)")
     ap.add_argument("--cache", default=None, help="passed to the example (brainx.io synapses)")
     ap.add_argument("--json", default=None, help="write every run's results here")
