@@ -26,8 +26,8 @@ Examples
 >>> import numpy as np, jax.numpy as jnp
 >>> from brainx.nn.dynamics.poisson_draws import poisson_table, poisson_counts
 >>> table, group = poisson_table(np.array([1.6, 1.6, 0.2]))
->>> table.shape, group.tolist()           # two distinct means, counts capped at 15
-((2, 15), [0, 0, 1])
+>>> table.shape, group.tolist()           # two distinct means (rows in sorted order), capped at 15
+((2, 15), [1, 1, 0])
 >>> n = poisson_counts(jnp.array([7, 11], jnp.uint32), table, group, (3,))
 >>> n.shape, str(n.dtype)
 ((3,), 'int32')
