@@ -20,8 +20,8 @@ memory analysis of the compiled step), the collectives of the step and the bytes
 exchanged, then the population rates after ``--steps`` steps.
 
 Run ``python examples/brain_scale.py`` (1 M neurons, 50 M synapses, 300 steps; on a
-CPU it makes 8 fake devices: 52 M synapses drawn in 22 s, 1.7 GiB at its peak, 40 s in all
-on two cores), or
+CPU it makes 8 fake devices: on two shared cores, 52 M synapses drawn in 22-34 s, 300 steps
+in 12-68 s, 1.7-1.9 GiB at its peak; see docs/distributed.md), or
 ``--fast`` (65 536 neurons).
 """
 
