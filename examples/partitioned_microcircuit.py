@@ -80,7 +80,7 @@ class PartitionedMicrocircuit(nn.Module):
 
     def __init__(self, params: dict, partition: brainx.distributed.NeuronPartition,
                  seed: int = 55, exchange_every: int = 1, delay_min_ms: float = 0.05,
-                 balanced: bool = False):
+                 balanced: bool = False, spike_capacity=None):
         super().__init__()
         sizes = params["sizes"]
         self.n, self.n_padded = int(sizes.sum()), partition.n
@@ -104,7 +104,7 @@ class PartitionedMicrocircuit(nn.Module):
                                     V_initializer=v0 * u.mV)
         self.recurrent = brainx.distributed.PartitionedDelayedConn(
             partition, connector(params, self.n_padded, seed, delay_min_ms, self.position),
-            exchange_every=exchange_every)
+            exchange_every=exchange_every, spike_capacity=spike_capacity)
         self.background = (nn.PoissonBackground(
             self.n_padded, rate=per_neuron(params["k_ext"], 0.0) * model.BG_RATE_HZ * u.Hz,
             weight=params["w_ext"] * u.pA, seed=seed + 2)
@@ -137,10 +137,11 @@ def simulate(net: nn.Module, steps: int, n: int) -> np.ndarray:
 
 def build(scale: float, devices: int, seed: int = 55, every: int = 1,
           delay_min_ms: float = 0.05, background: str = "poisson",
-          balanced: bool = False) -> PartitionedMicrocircuit:
+          balanced: bool = False, spike_capacity=None) -> PartitionedMicrocircuit:
     params = exact_parameters(scale, background)
     part = partition_of(int(params["sizes"].sum()), devices)
-    net = PartitionedMicrocircuit(params, part, seed, every, delay_min_ms, balanced)
+    net = PartitionedMicrocircuit(params, part, seed, every, delay_min_ms, balanced,
+                                  spike_capacity)
     part.init_all_states(net)
     return net
 
@@ -151,7 +152,7 @@ def main(args) -> dict:
     for devices in (1, args.devices or jax.device_count()):
         t0 = time.perf_counter()
         net = build(args.scale, devices, args.seed, args.every, args.delay_min,
-                    balanced=args.balanced)
+                    balanced=args.balanced, spike_capacity=args.capacity)
         t1 = time.perf_counter()
         spikes = simulate(net, args.steps, net.n)
         t2 = time.perf_counter()
@@ -175,6 +176,8 @@ def parse(argv=None):
     p.add_argument("--every", type=int, default=1, help="exchange the spikes every N steps")
     p.add_argument("--delay-min", type=float, default=0.05, help="delays redrawn below (ms)")
     p.add_argument("--seed", type=int, default=55)
+    p.add_argument("--capacity", type=int, default=None,
+                   help="exchange the spikes as indices, at most this many per device and step")
     p.add_argument("--balanced", action="store_true",
                    help="store the neurons in balanced_order (equal synapses per device)")
     p.add_argument("--fast", action="store_true", help="scale 0.05, 300 steps (tests)")

@@ -10,6 +10,7 @@ from brainx.distributed.mesh import make_mesh
 from brainx.distributed.placement import check_spec_fits, shard_states
 from brainx.distributed.partition import NeuronPartition, balanced_order
 from brainx.distributed.partitioned_conn import PartitionedDelayedConn
+from brainx.distributed.spike_indices import exchange_spike_indices
 from brainx.distributed.spike_exchange import (
     Collective, collectives_per_step, exchange_spikes, hlo_collectives,
 )
@@ -17,4 +18,4 @@ from brainx.transform.compiled.device_sharding import state_sharding
 
 __all__ = ["make_mesh", "shard_states", "check_spec_fits", "state_sharding", "pmean_states",
            "psum_states", "NeuronPartition", "balanced_order", "PartitionedDelayedConn", "exchange_spikes",
-           "hlo_collectives", "collectives_per_step", "Collective"]
+           "hlo_collectives", "collectives_per_step", "Collective", "exchange_spike_indices"]

@@ -64,6 +64,7 @@ from jax.sharding import PartitionSpec
 
 from brainx.distributed.partition import NeuronPartition
 from brainx.distributed.spike_exchange import exchange_spikes
+from brainx.distributed.spike_indices import exchange_spike_indices
 from brainx.nn.connectivity.delayed_csr import DelayedCSR, smallest_delay_dtype
 from brainx.nn.connectivity.native import build
 from brainx.nn.connectivity.native.delivery import DelayedRows, deliver
@@ -100,6 +101,10 @@ class PartitionedDelayedConn(Module):
     exchange_every : int
         Exchange the spikes once every this many steps (at most the shortest delay;
         default 1: every step).
+    spike_capacity : int, optional
+        Exchange each step's spikes as indices, at most this many per device (a busier step
+        goes as bits): :func:`~brainx.distributed.exchange_spike_indices`. Default: bits.
+        Only with ``exchange_every=1``; the indices have no derivative (train with bits).
     native : bool, optional
         The native kernel (default where it builds) or the plain-JAX path.
     param_type : type
@@ -113,7 +118,8 @@ class PartitionedDelayedConn(Module):
     """
 
     def __init__(self, partition: NeuronPartition, connect: Callable[[int, int], DelayedCSR],
-                 exchange_every: int = 1, native: Optional[bool] = None,
+                 exchange_every: int = 1, spike_capacity: Optional[int] = None,
+                 native: Optional[bool] = None,
                  param_type: type = ParamState, name: Optional[str] = None):
         super().__init__(name=name)
         if not isinstance(partition, NeuronPartition):
@@ -125,6 +131,11 @@ class PartitionedDelayedConn(Module):
         blocks, stats = self._draw(connect)
         self.nnz, self.max_delay, self.min_delay, self.unit = stats
         self.exchange_every = int(exchange_every)
+        self.spike_capacity = None if spike_capacity is None else int(spike_capacity)
+        if self.spike_capacity is not None and self.exchange_every != 1:
+            raise ValueError(f"PartitionedDelayedConn {name or ''}: spike_capacity (indices) "
+                             f"is for an exchange every step, not every {exchange_every}; "
+                             "batched steps go as bits.")
         if not 1 <= self.exchange_every <= self.min_delay:
             raise ValueError(f"PartitionedDelayedConn {name or ''}: exchange_every="
                              f"{exchange_every}, but the shortest delay is {self.min_delay} "
@@ -257,7 +268,11 @@ class PartitionedDelayedConn(Module):
         rows = _BlockRows(self.n + 1, self.partition.block, self.indptr.value[0],
                           self.targets.value[0], self.delays.value[0], self.max_delay)
         every = self.exchange_every
-        if every == 1:
+        if every == 1 and self.spike_capacity is not None:
+            everyone = exchange_spike_indices(spikes, self.partition.axis, self.spike_capacity)
+            buffer, arriving = self._deliver(buffer, everyone, weights, rows, step)
+            self.arriving.value = u.maybe_decimal(u.Quantity(arriving, unit=self.unit))
+        elif every == 1:
             everyone = exchange_spikes(spikes, self.partition.axis)
             buffer, arriving = self._deliver(buffer, everyone, weights, rows, step)
             self.arriving.value = u.maybe_decimal(u.Quantity(arriving, unit=self.unit))
@@ -287,7 +302,10 @@ class PartitionedDelayedConn(Module):
     # -- reports --------------------------------------------------------------------------------
     def exchange_bytes_per_step(self) -> float:
         """Bytes of spikes each device receives per step: ``n / 8`` (the whole packed vector,
-        its own block included), in one all-gather every ``exchange_every`` steps."""
+        its own block included), in one all-gather every ``exchange_every`` steps; with
+        ``spike_capacity``, ``4 (capacity + 1) P`` (and ``n / 8`` more in a step that overflows)."""
+        if self.spike_capacity is not None:
+            return 4.0 * (self.spike_capacity + 1) * self.partition.devices
         return self.n / 8
 
     def block_bytes(self) -> int:

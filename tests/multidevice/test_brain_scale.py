@@ -222,3 +222,28 @@ def test_a_projection_rebuilt_from_saved_synapses_equals_the_drawn_one(tmp_path)
     for name in ("indptr", "targets", "delays"):
         np.testing.assert_array_equal(np.asarray(getattr(rebuilt, name).value),
                                       np.asarray(getattr(drawn, name).value))
+
+
+def test_spike_indices_rebuild_the_spikes_and_fall_back_to_bits_when_full():
+    from jax.sharding import PartitionSpec as P
+    mesh = brainx.distributed.make_mesh((8,), ("neurons",))
+    both = jax.jit(jax.shard_map(
+        lambda s: (brainx.distributed.exchange_spike_indices(s, "neurons", capacity=3),
+                   brainx.distributed.exchange_spikes(s, "neurons")),
+        mesh=mesh, in_specs=P("neurons"), out_specs=P(), check_vma=False))
+    rng = np.random.default_rng(0)
+    for p in (0.0, 0.02, 0.3):                  # none; at most 3 a device; many (bits)
+        spikes = jnp.asarray(rng.random(128) < p)
+        by_index, by_bits = both(spikes)
+        np.testing.assert_array_equal(by_index, spikes)
+        np.testing.assert_array_equal(by_bits, spikes)
+    ops = brainx.distributed.hlo_collectives(both.lower(spikes).compile())
+    kinds = sorted((op.kind, op.shape, op.in_conditional) for op in ops)
+    assert ("all-gather", "s32[8,4]", False) in kinds and ("all-gather", "u8[16]", True) in kinds
+
+
+def test_microcircuit_exchanging_indices_gives_the_bits_spikes(long_only):
+    bits = pm.simulate(pm.build(0.05, 8), 300, None)
+    net = pm.build(0.05, 8, spike_capacity=8)
+    assert net.recurrent.exchange_bytes_per_step() == 4 * 9 * 8
+    np.testing.assert_array_equal(pm.simulate(net, 300, None), bits)
