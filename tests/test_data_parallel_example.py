@@ -64,7 +64,9 @@ def test_data_parallel_comparison_stops_at_the_first_flipped_spike():
 
 
 def test_data_parallel_example_runs_and_checks_on_eight_devices():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    # eight devices, and this run's XLA optimization level (tests/conftest.py: FAST_XLA_FLAGS)
+    level = [f for f in os.environ.get("XLA_FLAGS", "").split() if "optimization_level" in f]
+    env = dict(os.environ, XLA_FLAGS=" ".join(["--xla_force_host_platform_device_count=8", *level]))
     run = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "data_parallel_snn.py"), "--fast", "--iters",
          "3", "--T", "6", "--base", "3", "--n-in", "8"],

@@ -24,8 +24,12 @@ MULTI = ROOT / "tests" / "multidevice"
 
 def _env(**extra):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(MULTI)]), **extra)
+    # this run's XLA optimization level (tests/conftest.py: FAST_XLA_FLAGS) and nothing else
+    level = [f for f in os.environ.get("XLA_FLAGS", "").split() if "optimization_level" in f]
     env.pop("XLA_FLAGS", None)
     env.update(extra)
+    if level:
+        env["XLA_FLAGS"] = " ".join([env.get("XLA_FLAGS", ""), *level]).strip()
     return env
 
 
