@@ -248,3 +248,29 @@ def test_rows_own_their_arrays():
     rows = DelayedRows.from_csr([0, 2], targets, np.array([1, 1], np.uint8), n_post=2)
     targets[:] = 5                              # the caller's buffer changes: the rows do not
     assert np.asarray(rows.post).tolist() == [0, 1]
+
+
+@pytest.mark.skipif(not NATIVE, reason="no native kernel")
+def test_a_large_population_split_between_threads_equals_the_fallback():
+    """From 16384 targets the kernel splits the buffer by target between XLA's threads; every
+    synapse is written once, wherever its target falls (the split points included), and bad
+    synapses are counted once."""
+    rng = np.random.default_rng(5)
+    n_pre, n_post, nnz = 50, 40_000, 30_000
+    pre = rng.integers(0, n_pre, nnz)
+    post = rng.integers(0, n_post, nnz)
+    post[:4] = [0, n_post // 2 - 1, n_post // 2, n_post - 1]        # at the split points
+    conn = DelayedCSR.from_coo(pre, post, rng.integers(1, 9, nnz), rng.normal(size=nnz)
+                               .astype(np.float32), n_pre, n_post, unit=u.pA)
+    rows = DelayedRows.from_csr(conn.indptr, conn.targets, conn.delays, conn.n_post)
+    buf = jnp.asarray(rng.normal(size=(rows.slots, n_post)), jnp.float32)
+    step = jax.jit(lambda b, x, native: deliver(b, x, conn.weights, rows, 6, native=native),
+                   static_argnums=2)
+    x = jnp.asarray(rng.random(n_pre) < 0.6)
+    for p, q in zip(step(buf, x, True), step(buf, x, False)):
+        np.testing.assert_allclose(np.asarray(p), np.asarray(q), atol=1e-5)
+    bad = DelayedRows(n_pre, n_post, rows.indptr, rows.post.at[:3].set(n_post + 7),
+                      rows.delay.at[3:5].set(0), max_delay=rows.max_delay)
+    with pytest.raises(Exception, match="5 synapse\\(s\\) have a target outside"):
+        jax.block_until_ready(deliver(buf, jnp.ones(n_pre, bool), conn.weights, bad, 0,
+                                      native=True))

@@ -30,6 +30,7 @@
 // Leading (batch) axes follow event_kernels.cc: under jax.vmap (vmap_method="expand_dims") every
 // operand gets an axis in front, of the batch size or 1 (shared by every batch entry).
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -38,12 +39,16 @@
 
 #include "xla/ffi/api/ffi.h"
 #include "batch_index.h"
+#include "parallel_for.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
 
 using brainx_native::BatchIndex;
+
+// Populations of at least this many neurons have their targets split between threads.
+constexpr int64_t kSplitTargets = 16384;
 
 ffi::Span<const int64_t> LeadOf(const ffi::AnyBuffer& b, size_t base) {
   auto dims = b.dimensions();
@@ -62,26 +67,30 @@ ffi::Error CheckLeadAxes(const char* name, ffi::Span<const int64_t> lead,
   return ffi::Error::Success();
 }
 
-// One batch entry: clear the slot of `step`, then deliver the active rows.
-// Returns the number of synapses skipped for a bad target or delay.
+// One batch entry's active rows, written only into the targets [lo, hi): the buffer split
+// by target between threads, so no two write one place (each reads every active synapse; the
+// writes, which miss the cache, are what is shared). Returns the number of synapses skipped
+// for a bad delay (among [lo, hi)) or, when lo == 0, a target outside [0, n_post).
 template <typename W, typename X, typename D>
-int64_t DeliverRow(W* buf, int64_t slots, int64_t n_post, const X* x, int64_t n_pre, const W* w,
-                   bool shared, const int32_t* indptr, const int32_t* post, const D* delay,
-                   int64_t step) {
+int64_t DeliverRows(W* buf, int64_t slots, int64_t n_post, const X* x, int64_t n_pre,
+                    const W* w, bool shared, const int32_t* indptr, const int32_t* post,
+                    const D* delay, int64_t now, int64_t lo, int64_t hi) {
   constexpr bool kEvents = std::is_same<X, bool>::value;
-  int64_t now = step % slots;
-  if (now < 0) now += slots;
-  std::memset(buf + now * n_post, 0, sizeof(W) * n_post);
   const uint64_t max_delay = static_cast<uint64_t>(slots - 1);
   const uint64_t n = static_cast<uint64_t>(n_post);
+  const uint64_t ulo = static_cast<uint64_t>(lo), width = static_cast<uint64_t>(hi - lo);
   int64_t bad = 0;
   for (int64_t i = 0; i < n_pre; ++i) {
     if (x[i] == X(0)) continue;
     const W scale = kEvents ? W(1) : static_cast<W>(x[i]);
     for (int32_t p = indptr[i]; p < indptr[i + 1]; ++p) {
-      const uint64_t d = static_cast<uint64_t>(static_cast<int64_t>(delay[p]));
       const uint64_t t = static_cast<uint64_t>(static_cast<int64_t>(post[p]));
-      if (d - 1 >= max_delay || t >= n) {   // d == 0 wraps to a huge value: refused too
+      if (t - ulo >= width) {               // not this thread's (or outside [0, n_post))
+        bad += (lo == 0 && t >= n);
+        continue;
+      }
+      const uint64_t d = static_cast<uint64_t>(static_cast<int64_t>(delay[p]));
+      if (d - 1 >= max_delay) {             // d == 0 wraps to a huge value: refused too
         ++bad;
         continue;
       }
@@ -95,7 +104,7 @@ int64_t DeliverRow(W* buf, int64_t slots, int64_t n_post, const X* x, int64_t n_
 }
 
 template <typename W, typename X, typename D>
-ffi::Error Deliver(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
+ffi::Error Deliver(ffi::ThreadPool& pool, ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
                    ffi::AnyBuffer indptr, ffi::AnyBuffer post, ffi::AnyBuffer delay,
                    ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out,
                    ffi::Result<ffi::AnyBuffer> next) {
@@ -139,52 +148,60 @@ ffi::Error Deliver(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
   const W* in = buffer.typed_data<W>();
   W* ys = out->typed_data<W>();
   W* ns = next->typed_data<W>();
-  int64_t bad = 0;
+  // large populations: the targets split between XLA's intra-op threads
+  const int64_t parts = n_post >= kSplitTargets ? brainx_native::Workers(pool) : 1;
+  std::atomic<int64_t> bad{0};
   for (int64_t b = 0; b < n_batch; ++b) {
     W* yb = ys + b * block;
     const W* ib = in + bi.Offset(b, out_lead);
     if (ib != yb) std::memcpy(yb, ib, sizeof(W) * block);   // not aliased (or broadcast)
     const int64_t k = static_cast<int64_t>(step.typed_data<int32_t>()[si.Offset(b, out_lead)]);
-    bad += DeliverRow<W, X, D>(
-        yb, slots, n_post, x.typed_data<X>() + xi.Offset(b, out_lead), n_pre,
-        w.typed_data<W>() + wi.Offset(b, out_lead), shared,
-        indptr.typed_data<int32_t>() + pi.Offset(b, out_lead),
-        post.typed_data<int32_t>() + qi.Offset(b, out_lead),
-        delay.typed_data<D>() + di.Offset(b, out_lead),
-        k);
+    int64_t now = k % slots;
+    if (now < 0) now += slots;
+    std::memset(yb + now * n_post, 0, sizeof(W) * n_post);  // its content was this step's input
+    const X* xb = x.typed_data<X>() + xi.Offset(b, out_lead);
+    const W* wb = w.typed_data<W>() + wi.Offset(b, out_lead);
+    const int32_t* pb = indptr.typed_data<int32_t>() + pi.Offset(b, out_lead);
+    const int32_t* qb = post.typed_data<int32_t>() + qi.Offset(b, out_lead);
+    const D* db = delay.typed_data<D>() + di.Offset(b, out_lead);
+    brainx_native::ParallelFor(pool, parts, parts, [&](int64_t part) {
+      const int64_t lo = n_post * part / parts, hi = n_post * (part + 1) / parts;
+      bad += DeliverRows<W, X, D>(yb, slots, n_post, xb, n_pre, wb, shared, pb, qb, db, now, lo,
+                                  hi);
+    });
     int64_t after = (k + 1) % slots;
     if (after < 0) after += slots;
     std::memcpy(ns + b * n_post, yb + after * n_post, sizeof(W) * n_post);
   }
-  if (bad > 0)
+  if (bad.load() > 0)
     return ffi::Error::InvalidArgument(
-        "BrainxDelayedCsr: " + std::to_string(bad) + " synapse(s) have a target outside [0, " +
+        "BrainxDelayedCsr: " + std::to_string(bad.load()) + " synapse(s) have a target outside [0, " +
         std::to_string(n_post) + ") or a delay outside [1, " + std::to_string(slots - 1) +
         "] steps; they were not delivered");
   return ffi::Error::Success();
 }
 
 template <typename W, typename X>
-ffi::Error ByDelayType(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
+ffi::Error ByDelayType(ffi::ThreadPool& pool, ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
                        ffi::AnyBuffer indptr, ffi::AnyBuffer post, ffi::AnyBuffer delay,
                        ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out,
                        ffi::Result<ffi::AnyBuffer> next) {
   switch (delay.element_type()) {
     case ffi::U8:
-      return Deliver<W, X, uint8_t>(buffer, x, w, indptr, post, delay, step, out, next);
+      return Deliver<W, X, uint8_t>(pool, buffer, x, w, indptr, post, delay, step, out, next);
     case ffi::U16:
-      return Deliver<W, X, uint16_t>(buffer, x, w, indptr, post, delay, step, out, next);
+      return Deliver<W, X, uint16_t>(pool, buffer, x, w, indptr, post, delay, step, out, next);
     case ffi::S16:
-      return Deliver<W, X, int16_t>(buffer, x, w, indptr, post, delay, step, out, next);
+      return Deliver<W, X, int16_t>(pool, buffer, x, w, indptr, post, delay, step, out, next);
     case ffi::S32:
-      return Deliver<W, X, int32_t>(buffer, x, w, indptr, post, delay, step, out, next);
+      return Deliver<W, X, int32_t>(pool, buffer, x, w, indptr, post, delay, step, out, next);
     default:
       return ffi::Error::InvalidArgument(
           "BrainxDelayedCsr: delays must be uint8, uint16, int16 or int32");
   }
 }
 
-ffi::Error DelayedCsr(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
+ffi::Error DelayedCsr(ffi::ThreadPool pool, ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
                       ffi::AnyBuffer indptr, ffi::AnyBuffer post, ffi::AnyBuffer delay,
                       ffi::AnyBuffer step, ffi::Result<ffi::AnyBuffer> out,
                       ffi::Result<ffi::AnyBuffer> next) {
@@ -204,12 +221,12 @@ ffi::Error DelayedCsr(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
     return ffi::Error::InvalidArgument("BrainxDelayedCsr: x must be bool or the weights' type");
   if (wt == ffi::F32)
     return xt == ffi::PRED
-               ? ByDelayType<float, bool>(buffer, x, w, indptr, post, delay, step, out, next)
-               : ByDelayType<float, float>(buffer, x, w, indptr, post, delay, step, out, next);
+               ? ByDelayType<float, bool>(pool, buffer, x, w, indptr, post, delay, step, out, next)
+               : ByDelayType<float, float>(pool, buffer, x, w, indptr, post, delay, step, out, next);
   if (wt == ffi::F64)
     return xt == ffi::PRED
-               ? ByDelayType<double, bool>(buffer, x, w, indptr, post, delay, step, out, next)
-               : ByDelayType<double, double>(buffer, x, w, indptr, post, delay, step, out, next);
+               ? ByDelayType<double, bool>(pool, buffer, x, w, indptr, post, delay, step, out, next)
+               : ByDelayType<double, double>(pool, buffer, x, w, indptr, post, delay, step, out, next);
   return ffi::Error::InvalidArgument("BrainxDelayedCsr: weights must be float32 or float64");
 }
 
@@ -217,6 +234,7 @@ ffi::Error DelayedCsr(ffi::AnyBuffer buffer, ffi::AnyBuffer x, ffi::AnyBuffer w,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(BrainxDelayedCsr, DelayedCsr,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()  // XLA's intra-op threads
                                   .Arg<ffi::AnyBuffer>()  // buffer (..., slots, n_post)
                                   .Arg<ffi::AnyBuffer>()  // x (..., n_pre)
                                   .Arg<ffi::AnyBuffer>()  // w (..., nnz) or (..., 1)

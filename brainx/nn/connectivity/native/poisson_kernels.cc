@@ -19,11 +19,15 @@
 // counter (j div 4, 0, 0, 0), its top 24 bits times 2^-24: a float32 in [0, 1) with every
 // value exact. Leading axes (one key per batch entry under jax.vmap, vmap_method
 // "expand_dims") are the key's; the table and the groups are shared (leading axes of size 1).
-// Every group index is checked before it is read.
+// Every group index is checked before it is read. The numbers are drawn in tasks of 8192 on
+// XLA's intra-op threads (parallel_for.h); each is a function of its index, so the counts do
+// not depend on the threads.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "parallel_for.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -72,7 +76,7 @@ bool OnlyOnes(ffi::Span<const int64_t> dims, size_t keep) {
   return true;
 }
 
-ffi::Error PoissonCounts(ffi::Buffer<ffi::U32> key, ffi::Buffer<ffi::F32> table,
+ffi::Error PoissonCounts(ffi::ThreadPool pool, ffi::Buffer<ffi::U32> key, ffi::Buffer<ffi::F32> table,
                          ffi::Buffer<ffi::S32> group, ffi::ResultBuffer<ffi::S32> out) {
   const auto kd = key.dimensions(), td = table.dimensions(), gd = group.dimensions();
   const auto od = out->dimensions();
@@ -100,21 +104,28 @@ ffi::Error PoissonCounts(ffi::Buffer<ffi::U32> key, ffi::Buffer<ffi::F32> table,
   const float* F = table.typed_data();
   const uint32_t* keys = key.typed_data();
   int32_t* counts = out->typed_data();
-  for (int64_t b = 0; b < batch; ++b) {
+  // tasks of kTask numbers (whole Philox blocks), over every batch entry
+  constexpr int64_t kTask = 8192;
+  const int64_t per_entry = (m + kTask - 1) / kTask;
+  brainx_native::ParallelFor(pool, batch * per_entry, brainx_native::Workers(pool),
+                             [&](int64_t task) {
+    const int64_t b = task / per_entry;
+    const int64_t first = (task % per_entry) * kTask;
+    const int64_t last = std::min(m, first + kTask);
     const uint32_t k0 = keys[2 * b], k1 = keys[2 * b + 1];
     int32_t* cb = counts + b * m;
-    int64_t neuron = 0;  // j mod n, kept as it goes (a division per number costs more than Philox)
-    for (int64_t block = 0; block * 4 < m; ++block) {
+    int64_t neuron = first % n;  // j mod n, kept as it goes (a division a number costs more)
+    for (int64_t block = first / 4; block * 4 < last; ++block) {
       uint32_t c[4] = {static_cast<uint32_t>(block), 0u, 0u, 0u};
       Philox4x32(c, k0, k1);
-      for (int64_t w = 0; w < 4 && block * 4 + w < m; ++w) {
+      for (int64_t w = 0; w < 4 && block * 4 + w < last; ++w) {
         const int64_t j = block * 4 + w;
         const float u = static_cast<float>(c[w] >> 8) * (1.0f / 16777216.0f);
         cb[j] = CountBelow(F + static_cast<int64_t>(g[neuron]) * cap, cap, u);
         if (++neuron == n) neuron = 0;
       }
     }
-  }
+  });
   return ffi::Error::Success();
 }
 
@@ -122,6 +133,7 @@ ffi::Error PoissonCounts(ffi::Buffer<ffi::U32> key, ffi::Buffer<ffi::F32> table,
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(BrainxPoissonCounts, PoissonCounts,
                               ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()        // XLA's intra-op threads
                                   .Arg<ffi::Buffer<ffi::U32>>()  // key (..., 2)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // table (groups, cap)
                                   .Arg<ffi::Buffer<ffi::S32>>()  // group (n,)
