@@ -21,17 +21,20 @@ Where no compiler is found or the build fails, :func:`load` returns ``None``
 and warns once, saying why and how to get the native kernels; the layers then
 use brainevent's kernels as before.
 
-========================  =============================================================
-environment variable      effect
-========================  =============================================================
-``BRAINX_NATIVE=0``       never build or load the native kernels
-``CXX``                   the compiler, with any flags of its own (split as a shell would:
-                          ``CXX="g++ -w"``; default: the first of ``c++``, ``g++``, ``clang++``)
-``BRAINX_CACHE_DIR``      the cache folder (default ``$XDG_CACHE_HOME/brainx``, else
-                          ``~/.cache/brainx``); the libraries go in its ``native/``.
-                          Where it cannot be written, a folder of the system's
-                          temporary one that only this user can write
-========================  =============================================================
+==========================  =============================================================
+environment variable        effect
+==========================  =============================================================
+``BRAINX_NATIVE=0``         never build or load the native kernels
+``BRAINX_NATIVE_THREADS``   at most this many of XLA's intra-op threads in one kernel call
+                            (default: all of them; the delayed delivery of 16384 targets or
+                            more and the Poisson counts use them)
+``CXX``                     the compiler, with any flags of its own (split as a shell would:
+                            ``CXX="g++ -w"``; default: the first of ``c++``, ``g++``, ``clang++``)
+``BRAINX_CACHE_DIR``        the cache folder (default ``$XDG_CACHE_HOME/brainx``, else
+                            ``~/.cache/brainx``); the libraries go in its ``native/``.
+                            Where it cannot be written, a folder of the system's
+                            temporary one that only this user can write
+==========================  =============================================================
 
 Examples
 --------
