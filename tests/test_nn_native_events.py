@@ -301,6 +301,16 @@ def test_sparse_linear_on_the_native_kernel_equals_the_dense_matrix(kind):
     np.testing.assert_allclose(g["bias"], g_bias, rtol=1e-5, atol=1e-6)
 
 
+def _copying_compiler(folder) -> str:
+    """A "compiler" that copies the library this process loaded to its ``-o``: milliseconds,
+    where g++ -O3 takes 10 CPU s (test_a_second_process_loads_the_cached_library runs g++)."""
+    fake = folder / "fake-c++"
+    copy = f"shutil.copyfile({build.load()._name!r}, sys.argv[sys.argv.index('-o') + 1])"
+    fake.write_text(f"#!{sys.executable}\nimport shutil, sys\n{copy}\n")
+    fake.chmod(0o755)
+    return str(fake)
+
+
 def test_a_read_only_cache_folder_builds_into_the_temporary_folder(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")            # the cache root cannot be made below a file
@@ -309,11 +319,12 @@ def test_a_read_only_cache_folder_builds_into_the_temporary_folder(tmp_path):
         import brainx, jax.numpy as jnp
         from brainx.nn.connectivity.native import build
         layer = brainx.nn.EventFixedProb(6, 3, 2, 1.0, seed=0)
-        print(layer.kernel, build._STATE["lib"]._name)
-    """, BRAINX_CACHE_DIR=str(blocked / "cache"), TMPDIR=str(tmp_path / "tmp"))
+        print(layer.kernel, build._STATE["lib"]._name, float(layer(jnp.ones(6, bool)).sum()))
+    """, BRAINX_CACHE_DIR=str(blocked / "cache"), TMPDIR=str(tmp_path / "tmp"),
+        CXX=_copying_compiler(tmp_path))
     assert run.returncode == 0, run.stderr[-2000:]
-    kernel, path = run.stdout.split()
-    assert kernel == "native" and path.startswith(str(tmp_path / "tmp"))
+    kernel, path, total = run.stdout.split()
+    assert kernel == "native" and path.startswith(str(tmp_path / "tmp")) and float(total) == 12.0
 
 
 def test_without_brainevent_the_native_layers_work():
