@@ -106,6 +106,7 @@ PRIVATE_MODULES = {
     **{f"nn._{name}": "brainx.compat.private.nn"
        for name in ("delay", "dynamics", "normalizations", "common")},
     "random._state": "brainx.compat.private.random",
+    "random._impl": "brainx.compat.private.random_impl",
 }
 
 

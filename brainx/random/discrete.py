@@ -137,10 +137,11 @@ class DiscreteSamplers(SamplerMixin):
         return _hypergeometric(self._next_key(key), ngood, nbad, nsample, shape, int_dtype(dtype))
 
     def logseries(self, p, size: Size = None, key: Any = None, dtype: Any = None):
-        """Logarithmic series counts ``k >= 1`` with ``P(k) = -p**k / (k log(1 - p))``."""
+        """Logarithmic series counts ``k >= 1`` with ``P(k) = -p**k / (k log(1 - p))``; at
+        ``p = 0`` (the limit) every count is 1, as in numpy."""
         p = unitless("logseries", "p", p)
-        check(~((jnp.asarray(p) > 0) & (jnp.asarray(p) < 1)),
-              f"logseries: p must be in (0, 1), got {p}.")
+        check(~((jnp.asarray(p) >= 0) & (jnp.asarray(p) < 1)),
+              f"logseries: p must be in [0, 1), got {p}.")   # p = 0 gives 1, as numpy
         shape = out_shape(size, p)
         return _logseries(self._next_key(key), p, shape, int_dtype(dtype), float_dtype(None))
 

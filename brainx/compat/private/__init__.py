@@ -16,6 +16,7 @@ module here                 serves (under ``brainstate.``)
 ``nn``                      ``nn._delay``, ``nn._dynamics``, ``nn._normalizations``,
                             ``nn._common``
 ``random``                  ``random._state``
+``random_impl``             ``random._impl`` (key-first samplers and their helpers)
 ==========================  =====================================================
 
 ``ir`` gathers the names of ``ir_utils`` (identity containers, jaxpr checks), ``ir_fold``

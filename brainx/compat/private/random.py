@@ -25,6 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax.numpy as jnp
+import numpy as np
+
 from brainx.compat.private import public_fallback
 from brainx.random.params import Size, as_param, shape_of
 from brainx.random.state import as_key
@@ -33,7 +36,11 @@ __all__ = ["formalize_key", "_size2shape", "_check_py_seq"]
 
 
 def formalize_key(key: Any) -> Any:
-    """A typed PRNG key from an integer seed, a typed key or a raw ``uint32[2]`` key."""
+    """A typed PRNG key from an integer seed (also a length-one integer array, as brainstate
+    takes), a typed key or a raw ``uint32[2]`` key."""
+    dtype = getattr(key, "dtype", None)
+    if dtype is not None and np.shape(key) == (1,) and jnp.issubdtype(dtype, jnp.integer):
+        key = key.reshape(())
     return as_key(key, "key")
 
 
