@@ -80,10 +80,23 @@ def test_the_kernel_refuses_a_group_outside_the_table():
     call = jax.ffi.ffi_call(POISSON_TARGET, jax.ShapeDtypeStruct((3,), jnp.int32))
     with pytest.raises(Exception, match="neuron 2 has group 5, outside"):
         jax.block_until_ready(call(jnp.array([1, 2], jnp.uint32), jnp.ones((2, 4), jnp.float32),
-                                   jnp.array([0, 1, 5], jnp.int32)))
+                                   jnp.array([0, 1, 5], jnp.int32), jnp.zeros(1, jnp.int32)))
 
 
 def test_a_shape_that_is_not_whole_populations_is_refused():
     table, group = poisson_table(np.ones(4))
     with pytest.raises(ValueError, match="last axis of \\(3,\\) must be the 4 neurons"):
         poisson_counts(jnp.array([1, 2], jnp.uint32), table, group, (3,))
+
+
+@pytest.mark.parametrize("native", [pytest.param(True, marks=needs_native), False])
+def test_a_block_from_start_draws_the_numbers_of_those_neurons(native):
+    """A device's block of a partitioned population (start = its first neuron) gets the counts
+    those neurons get in the whole population, whatever start mod 4 is."""
+    table, group = poisson_table(np.repeat([0.5, 1.6, 2.3], 40))
+    key = jnp.array([99, 7], jnp.uint32)
+    whole = np.asarray(poisson_counts(key, table, group, (120,), native))
+    for start in (0, 3, 40, 77):
+        part = jax.jit(lambda s: poisson_counts(key, table, group[start:start + 37], (37,), native,
+                                                start=s))(start)
+        np.testing.assert_array_equal(part, whole[start:start + 37])

@@ -42,6 +42,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from brainx.distributed.placement import shard_states
+from brainx.graph import nodes as find_nodes
 from brainx.graph import states as find_states
 from brainx.nn.modules.collective import init_all_states
 from brainx.util.mappings import FlattedDict
@@ -113,7 +114,13 @@ class NeuronPartition:
         Returns the placed states by path (as :func:`~brainx.distributed.shard_states`).
         """
         specs = {s: self.spec(len(_shape(s))) for s in self.neuron_states(target).values()}
-        return shard_states(target, specs, self.mesh)
+        placed = shard_states(target, specs, self.mesh)
+        # modules that draw per neuron without a state of n (a Poisson background) are told
+        for node in find_nodes(target).values():
+            hook = getattr(node, "partition_neurons", None)
+            if callable(hook):
+                hook(self)
+        return placed
 
     def init_all_states(self, target: Any, *args, **kwargs) -> Any:
         """:func:`brainx.nn.init_all_states` and then :meth:`shard`; returns ``target``."""

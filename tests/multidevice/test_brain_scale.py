@@ -247,3 +247,22 @@ def test_microcircuit_exchanging_indices_gives_the_bits_spikes(long_only):
     net = pm.build(0.05, 8, spike_capacity=8)
     assert net.recurrent.exchange_bytes_per_step() == 4 * 9 * 8
     np.testing.assert_array_equal(pm.simulate(net, 300, None), bits)
+
+
+@pytest.mark.parametrize("native", [None, False])
+def test_a_partitioned_poisson_background_draws_one_block_per_device(native):
+    """The same counts as one device, each device drawing only its block (the native call in
+    the compiled step is of n / 8 numbers, not n)."""
+    n = 8 * 24
+    rate = np.repeat([2000.0, 16000.0, 23000.0], n // 3) * u.Hz
+    one = nn.PoissonBackground(n, rate=rate, weight=1.0 * u.pA, seed=4, native=native)
+    mesh = brainx.distributed.make_mesh((8,), ("neurons",))
+    part = brainx.distributed.NeuronPartition(mesh, "neurons", n)
+    split = part.init_all_states(nn.PoissonBackground(n, rate=rate, weight=1.0 * u.pA, seed=4,
+                                                      native=native))
+    draw = lambda bg: brainx.transform.jit(                                   # noqa: E731
+        lambda: brainx.transform.for_loop(lambda _: bg.counts(), jnp.arange(5)))
+    np.testing.assert_array_equal(np.asarray(draw(split)()), np.asarray(draw(one)()))
+    if native is None and jax.default_backend() == "cpu":
+        text = brainx.transform.jit(split.counts).lower().compile().as_text()
+        assert "brainx_poisson_counts" in text and f"s32[{n // 8}]" in text

@@ -93,6 +93,7 @@ class PoissonBackground(Dynamics):
         self.rng = None if seed is None else brainx_random.RandomState(seed)
         self.native = native
         self._tables = {}
+        self._partition = None
 
     def _table(self):
         """``(table, group)`` of the Poisson laws ``rate * dt`` (:func:`poisson_table`), for the
@@ -110,9 +111,31 @@ class PoissonBackground(Dynamics):
         shape = self.varshape if batch_size is None else (int(batch_size),) + self.varshape
         gen = self.rng if self.rng is not None else brainx_random.DEFAULT
         key = jax.random.bits(gen.split_key(), (2,), jnp.uint32)
+        part = self._partition
+        if part is not None and batch_size is None and len(self.varshape) == 1:
+            return self._block_counts(part, key, table, group)
         flat = poisson_counts(key, table, group, shape[:-len(self.varshape)] + (group.size,),
                               native=self.native)
         return flat.reshape(shape)
+
+    def partition_neurons(self, partition) -> None:
+        """Draw each device's block of counts on that device (called by
+        :meth:`brainx.distributed.NeuronPartition.shard` for a population of its ``n``): the
+        counts are those of one device, but the cost falls as 1 / P. XLA cannot split the
+        native call by itself, so without this every device would draw all ``n``."""
+        if self.varshape == (partition.n,):
+            self._partition = partition
+
+    def _block_counts(self, part, key, table, group):
+        from jax.sharding import PartitionSpec
+        native = self.native
+
+        def block(key, group_block):
+            start = jax.lax.axis_index(part.axis) * part.block
+            return poisson_counts(key, table, group_block, (part.block,), native, start=start)
+
+        return jax.shard_map(block, mesh=part.mesh, in_specs=(PartitionSpec(), part.spec(1)),
+                             out_specs=part.spec(1), check_vma=False)(key, jnp.asarray(group))
 
     def update(self, batch_size: Optional[int] = None) -> Any:
         """This step's current jumps (pA): ``weight`` times a Poisson count per neuron."""

@@ -35,7 +35,7 @@ Examples
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -68,9 +68,13 @@ def poisson_table(lam: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def poisson_counts(key: jax.Array, table: np.ndarray, group: np.ndarray, shape: Sequence[int],
-                   native: Optional[bool] = None) -> jax.Array:
+                   native: Optional[bool] = None, start: Any = 0) -> jax.Array:
     """Counts of ``shape`` (its last axis the ``n`` neurons of ``group``), from a ``uint32
-    (2,)`` key; ``native``: force (``True``) or refuse (``False``) the native kernel."""
+    (2,)`` key; ``native``: force (``True``) or refuse (``False``) the native kernel.
+
+    ``start`` (an int, or a traced int32) is the index of the first number: a device's block
+    of a partitioned network (neurons ``start .. start + n``) draws the very numbers those
+    neurons draw on one device."""
     shape = tuple(int(s) for s in shape)
     n = int(np.size(group))
     if not shape or shape[-1] != n:
@@ -84,22 +88,27 @@ def poisson_counts(key: jax.Array, table: np.ndarray, group: np.ndarray, shape: 
                                f"{build.unavailable_reason()}. Pass native=False.")
         call = jax.ffi.ffi_call(POISSON_TARGET, jax.ShapeDtypeStruct((m,), jnp.int32),
                                 vmap_method="expand_dims")
-        flat = call(key, jnp.asarray(table), jnp.asarray(group))
+        flat = call(key, jnp.asarray(table), jnp.asarray(group),
+                    jnp.reshape(jnp.asarray(start, jnp.int32), (1,)))
     else:
-        u = philox_uniform(key, m)
+        u = philox_uniform(key, m, start)
         per_neuron = jnp.asarray(table)[jnp.tile(jnp.asarray(group), m // n)]       # (m, cap)
         flat = jnp.sum(u[:, None] >= per_neuron, axis=1, dtype=jnp.int32)
     return flat.reshape(flat.shape[:-1] + shape)
 
 
-def philox_uniform(key: jax.Array, m: int) -> jax.Array:
-    """``m`` float32 numbers in ``[0, 1)``: Philox4x32-10 of ``key`` (``uint32 (2,)``) at the
-    counters ``0 .. ceil(m / 4) - 1``, top 24 bits of each word times ``2**-24``."""
-    blocks = jnp.arange(-(-m // 4), dtype=jnp.uint32)
+def philox_uniform(key: jax.Array, m: int, start: Any = 0) -> jax.Array:
+    """Numbers ``start .. start + m - 1`` of ``key`` (``uint32 (2,)``), float32 in ``[0, 1)``:
+    number ``i`` is word ``i mod 4`` of Philox4x32-10 at the counter ``i div 4``, its top 24
+    bits times ``2**-24``."""
+    start = jnp.asarray(start, jnp.uint32)
+    first = start // 4
+    blocks = first + jnp.arange(-(-m // 4) + 1, dtype=jnp.uint32)     # one more: start mod 4
     zero = jnp.zeros_like(blocks)
     key = jnp.asarray(key, jnp.uint32)
     words = _philox4x32(blocks, zero, zero, zero, key[..., 0, None], key[..., 1, None])
-    bits = jnp.stack(words, axis=-1).reshape(words[0].shape[:-1] + (-1,))[..., :m]
+    bits = jnp.stack(words, axis=-1).reshape(words[0].shape[:-1] + (-1,))
+    bits = jax.lax.dynamic_slice_in_dim(bits, (start % 4).astype(jnp.int32), m, axis=-1)
     return (bits >> 8).astype(jnp.float32) * np.float32(2.0 ** -24)
 
 

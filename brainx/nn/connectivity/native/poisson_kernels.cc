@@ -6,17 +6,19 @@
 // microcircuit draws 77 169 of them, which was two thirds of the step. This kernel draws the
 // same numbers as brainx's plain-JAX Philox (brainx/nn/dynamics/poisson_draws.py), bit for bit.
 //
-// `BrainxPoissonCounts(key, table, group) -> counts`:
+// `BrainxPoissonCounts(key, table, group, start) -> counts`:
 //
 //   key     uint32 (..., 2): the Philox key of this call (a fresh one per step)
 //   table   float32 (groups, cap): row g holds F_g(0), ..., F_g(cap - 1), the distribution
 //           function of group g's Poisson law (nondecreasing)
 //   group   int32 (n,): each neuron's row of the table
-//   counts  int32 (..., m), m a multiple of n: entry j is #{k < cap : U_j >= F_g(k)} with
-//           g = group[j mod n] and U_j the j-th uniform number of the key
+//   start   int32 (1,): the index of the first number (a device's block of a network
+//           partitioned over devices: its first neuron), >= 0
+//   counts  int32 (..., m), m a multiple of n: entry j is #{k < cap : U_{start+j} >= F_g(k)}
+//           with g = group[j mod n] and U_i the i-th uniform number of the key
 //
-// The j-th uniform number is word j mod 4 of Philox4x32-10 (Salmon et al., SC 2011) at the
-// counter (j div 4, 0, 0, 0), its top 24 bits times 2^-24: a float32 in [0, 1) with every
+// The i-th uniform number is word i mod 4 of Philox4x32-10 (Salmon et al., SC 2011) at the
+// counter (i div 4, 0, 0, 0), its top 24 bits times 2^-24: a float32 in [0, 1) with every
 // value exact. Leading axes (one key per batch entry under jax.vmap, vmap_method
 // "expand_dims") are the key's; the table and the groups are shared (leading axes of size 1).
 // Every group index is checked before it is read. The numbers are drawn in tasks of 8192 on
@@ -77,7 +79,8 @@ bool OnlyOnes(ffi::Span<const int64_t> dims, size_t keep) {
 }
 
 ffi::Error PoissonCounts(ffi::ThreadPool pool, ffi::Buffer<ffi::U32> key, ffi::Buffer<ffi::F32> table,
-                         ffi::Buffer<ffi::S32> group, ffi::ResultBuffer<ffi::S32> out) {
+                         ffi::Buffer<ffi::S32> group, ffi::Buffer<ffi::S32> start,
+                         ffi::ResultBuffer<ffi::S32> out) {
   const auto kd = key.dimensions(), td = table.dimensions(), gd = group.dimensions();
   const auto od = out->dimensions();
   if (kd.size() < 1 || kd.back() != 2)
@@ -101,6 +104,9 @@ ffi::Error PoissonCounts(ffi::ThreadPool pool, ffi::Buffer<ffi::U32> key, ffi::B
       return ffi::Error::InvalidArgument("BrainxPoissonCounts: neuron " + std::to_string(i) +
                                          " has group " + std::to_string(g[i]) + ", outside [0, " +
                                          std::to_string(groups) + ")");
+  if (start.element_count() != 1 || start.typed_data()[0] < 0)
+    return ffi::Error::InvalidArgument("BrainxPoissonCounts: start must be one int32 >= 0");
+  const int64_t origin = start.typed_data()[0];
   const float* F = table.typed_data();
   const uint32_t* keys = key.typed_data();
   int32_t* counts = out->typed_data();
@@ -115,13 +121,16 @@ ffi::Error PoissonCounts(ffi::ThreadPool pool, ffi::Buffer<ffi::U32> key, ffi::B
     const uint32_t k0 = keys[2 * b], k1 = keys[2 * b + 1];
     int32_t* cb = counts + b * m;
     int64_t neuron = first % n;  // j mod n, kept as it goes (a division a number costs more)
-    for (int64_t block = first / 4; block * 4 < last; ++block) {
+    const int64_t lo = origin + first, hi = origin + last;  // the numbers' indices
+    for (int64_t block = lo / 4; block * 4 < hi; ++block) {
       uint32_t c[4] = {static_cast<uint32_t>(block), 0u, 0u, 0u};
       Philox4x32(c, k0, k1);
-      for (int64_t w = 0; w < 4 && block * 4 + w < last; ++w) {
-        const int64_t j = block * 4 + w;
+      for (int64_t w = 0; w < 4; ++w) {
+        const int64_t i = block * 4 + w;
+        if (i < lo) continue;
+        if (i >= hi) break;
         const float u = static_cast<float>(c[w] >> 8) * (1.0f / 16777216.0f);
-        cb[j] = CountBelow(F + static_cast<int64_t>(g[neuron]) * cap, cap, u);
+        cb[i - origin] = CountBelow(F + static_cast<int64_t>(g[neuron]) * cap, cap, u);
         if (++neuron == n) neuron = 0;
       }
     }
@@ -137,5 +146,6 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(BrainxPoissonCounts, PoissonCounts,
                                   .Arg<ffi::Buffer<ffi::U32>>()  // key (..., 2)
                                   .Arg<ffi::Buffer<ffi::F32>>()  // table (groups, cap)
                                   .Arg<ffi::Buffer<ffi::S32>>()  // group (n,)
+                                  .Arg<ffi::Buffer<ffi::S32>>()  // start (1,)
                                   .Ret<ffi::Buffer<ffi::S32>>()  // counts (..., m)
 );
