@@ -3,8 +3,8 @@
 80 random cases here (200 with ``--long``, 10 000 in ``make fuzz``): every public
 ``SynapseRows`` constructor, ``sparse_product`` and ``dense_event_product`` against NumPy, bad
 indices refused, the caller's arrays changed after the build, and the kernel called on random
-out-of-bounds layouts directly. Seed 1's first 80 have every kind of case (the test checks it), 4 to 39
-of each.
+out-of-bounds layouts directly. Seed 1's first 80 have every kind of case (the test checks
+it), 4 to 39 of each.
 """
 
 import os
