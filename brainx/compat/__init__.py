@@ -107,6 +107,8 @@ PRIVATE_MODULES = {
        for name in ("delay", "dynamics", "normalizations", "common")},
     "random._state": "brainx.compat.private.random",
     "random._impl": "brainx.compat.private.random_impl",
+    **{f"transform._{name}": "brainx.compat.private.autodiff"
+       for name in ("grad_jacobian", "grad_transform", "error_if")},
 }
 
 

@@ -17,6 +17,7 @@ module here                 serves (under ``brainstate.``)
                             ``nn._common``
 ``random``                  ``random._state``
 ``random_impl``             ``random._impl`` (key-first samplers and their helpers)
+``autodiff``                ``transform._grad_jacobian``, ``_grad_transform``, ``_error_if``
 ==========================  =====================================================
 
 ``ir`` gathers the names of ``ir_utils`` (identity containers, jaxpr checks), ``ir_fold``
