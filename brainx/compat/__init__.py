@@ -109,6 +109,7 @@ PRIVATE_MODULES = {
     "random._impl": "brainx.compat.private.random_impl",
     **{f"transform._{name}": "brainx.compat.private.autodiff"
        for name in ("grad_jacobian", "grad_transform", "error_if")},
+    "transform._mapping2": "brainx.compat.private.mapping",
 }
 
 

@@ -18,6 +18,7 @@ module here                 serves (under ``brainstate.``)
 ``random``                  ``random._state``
 ``random_impl``             ``random._impl`` (key-first samplers and their helpers)
 ``autodiff``                ``transform._grad_jacobian``, ``_grad_transform``, ``_error_if``
+``mapping``                 ``transform._mapping2``
 ==========================  =====================================================
 
 ``ir`` gathers the names of ``ir_utils`` (identity containers, jaxpr checks), ``ir_fold``
