@@ -1,5 +1,5 @@
 """The cortical microcircuit partitioned over devices: the same spikes on one device and on eight.
-==============================================================================================
+===============================================================================================
 
 The model of ``examples/microcircuit_model.py`` (Potjans & Diesmann 2014, NEST's
 ``iaf_psc_exp``, fixed-total-number connectivity with per-synapse delays, Poisson
