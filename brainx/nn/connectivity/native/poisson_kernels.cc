@@ -30,29 +30,14 @@
 #include <string>
 
 #include "parallel_for.h"
+#include "philox.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
 
-constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-
-inline void Philox4x32(uint32_t c[4], uint32_t k0, uint32_t k1) {
-  for (int r = 0; r < 10; ++r) {
-    const uint64_t p0 = static_cast<uint64_t>(kM0) * c[0];
-    const uint64_t p1 = static_cast<uint64_t>(kM1) * c[2];
-    const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k0;
-    const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k1;
-    c[1] = static_cast<uint32_t>(p1);
-    c[3] = static_cast<uint32_t>(p0);
-    c[0] = n0;
-    c[2] = n2;
-    k0 += kW0;
-    k1 += kW1;
-  }
-}
+using brainx_native::Philox4x32;
 
 // #{k < cap : u >= row[k]} of a nondecreasing row, without branches on u: an early-exit search
 // mispredicts about once a number (it cost 4x the Philox numbers); a short row is counted whole,

@@ -26,32 +26,19 @@
 #include <cmath>
 #include <cstdint>
 
+#include "philox.h"
+
 namespace {
 
-constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-constexpr double kTwoPi = 6.283185307179586476925286766559;
-constexpr double k2m32 = 1.0 / 4294967296.0;
 
 struct Words {
   uint32_t w[4];
 };
 
 inline Words Philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t k0, uint32_t k1) {
-  uint32_t c[4] = {c0, c1, c2, 0u};
-  for (int r = 0; r < 10; ++r) {
-    const uint64_t p0 = static_cast<uint64_t>(kM0) * c[0];
-    const uint64_t p1 = static_cast<uint64_t>(kM1) * c[2];
-    const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c[1] ^ k0;
-    const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c[3] ^ k1;
-    c[1] = static_cast<uint32_t>(p1);
-    c[3] = static_cast<uint32_t>(p0);
-    c[0] = n0;
-    c[2] = n2;
-    k0 += kW0;
-    k1 += kW1;
-  }
-  return Words{{c[0], c[1], c[2], c[3]}};
+  Words x{{c0, c1, c2, 0u}};
+  brainx_native::Philox4x32(x.w, k0, k1);
+  return x;
 }
 
 // Two standard normal numbers (Marsaglia's polar method: no sine or cosine, 1.7x faster than
