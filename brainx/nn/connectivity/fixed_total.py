@@ -265,15 +265,8 @@ def fixed_total_number_blocks(sizes_pre: Sequence[int], sizes_post: Sequence[int
     >>> conn.nnz, int(conn.indptr[3]), bool(np.all(conn.weights[conn.indptr[3]:] <= 0))
     (12, 5, True)
     """
-    if isinstance(weight_mean, u.Quantity):
-        unit = unit or u.get_unit(weight_mean)
-        weight_sd = u.Quantity(weight_sd).to_decimal(unit)
-        weight_mean = weight_mean.to_decimal(unit)
-    if isinstance(dt, u.Quantity):
-        to = lambda v: u.Quantity(v).to_decimal(u.get_unit(dt))     # noqa: E731
-        delay_mean, delay_sd = to(delay_mean), to(delay_sd)
-        delay_min = None if delay_min is None else to(delay_min)
-        dt = dt.to_decimal(u.get_unit(dt))
+    weight_mean, weight_sd, delay_mean, delay_sd, delay_min, dt, unit = _in_units(
+        weight_mean, weight_sd, delay_mean, delay_sd, delay_min, dt, unit)
     sizes_pre = np.asarray(sizes_pre, np.int64)
     sizes_post = np.asarray(sizes_post, np.int64)
     counts = np.asarray(counts, np.int64)
@@ -326,6 +319,21 @@ def fixed_total_number_blocks(sizes_pre: Sequence[int], sizes_post: Sequence[int
             bar.update(n)
     targets, delays, weights = out.targets, out.delays, out.weights
     return DelayedCSR(indptr, targets, delays, weights, int(sizes_post.sum()), unit)
+
+
+def _in_units(weight_mean, weight_sd, delay_mean, delay_sd, delay_min, dt, unit):
+    """The laws as plain numbers: weights in ``unit`` (``weight_mean``'s when a Quantity),
+    delays in ``dt``'s unit; returns them with ``dt`` as a float and the unit."""
+    if isinstance(weight_mean, u.Quantity):
+        unit = unit or u.get_unit(weight_mean)
+        weight_sd = u.Quantity(weight_sd).to_decimal(unit)
+        weight_mean = weight_mean.to_decimal(unit)
+    if isinstance(dt, u.Quantity):
+        to = lambda v: u.Quantity(v).to_decimal(u.get_unit(dt))     # noqa: E731
+        delay_mean, delay_sd = to(delay_mean), to(delay_sd)
+        delay_min = None if delay_min is None else to(delay_min)
+        dt = dt.to_decimal(u.get_unit(dt))
+    return weight_mean, weight_sd, delay_mean, delay_sd, delay_min, float(dt), unit
 
 
 def _check_laws(w_mean, w_sd, d_mean, d_sd, d_min, dt, counts) -> None:

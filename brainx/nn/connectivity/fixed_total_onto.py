@@ -46,7 +46,8 @@ import brainunit as u
 import numpy as np
 
 from brainx.nn.connectivity.delayed_csr import DelayedCSR, smallest_delay_dtype
-from brainx.nn.connectivity.fixed_total import _check_sizes, _delays, _seed_entropy, _weights
+from brainx.nn.connectivity.fixed_total import (_check_sizes, _delays, _in_units, _seed_entropy,
+                                               _weights)
 
 __all__ = ["fixed_total_number_onto"]
 
@@ -55,19 +56,6 @@ _IN_DEGREES, _SYNAPSES = 0, 1        # the two kinds of generator keyed by the s
 
 def _rng(entropy, *key: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=tuple(key)))
-
-
-def _in_units(weight_mean, weight_sd, delay_mean, delay_sd, delay_min, dt, unit):
-    if isinstance(weight_mean, u.Quantity):
-        unit = unit or u.get_unit(weight_mean)
-        weight_sd = u.Quantity(weight_sd).to_decimal(unit)
-        weight_mean = weight_mean.to_decimal(unit)
-    if isinstance(dt, u.Quantity):
-        to = lambda v: u.Quantity(v).to_decimal(u.get_unit(dt))     # noqa: E731
-        delay_mean, delay_sd = to(delay_mean), to(delay_sd)
-        delay_min = None if delay_min is None else to(delay_min)
-        dt = dt.to_decimal(u.get_unit(dt))
-    return weight_mean, weight_sd, delay_mean, delay_sd, delay_min, float(dt), unit
 
 
 def fixed_total_number_onto(sizes_pre: Sequence[int], sizes_post: Sequence[int], counts: Any,
